@@ -1,0 +1,51 @@
+# mx_module(NAME DEPS <targets...>): a static library mx_<NAME> from src/<NAME>/*.cpp.
+#   *_test.cpp      -> the unit-test executable <NAME>_tests (GoogleTest, one ctest entry per test)
+#   *_fuzz.cpp      -> libFuzzer targets (MX_FUZZ only)
+#   *_avx2.cpp      -> compiled with -mavx2 -mfma -mf16c
+#   *_avx512.cpp    -> compiled with AVX-512 F/BW/VL/DQ/VNNI/BF16/VBMI flags
+# Dependencies are explicit, so a module that includes a header of a module it does not
+# depend on fails to link (layering is enforced by the build).
+function(mx_module NAME)
+  cmake_parse_arguments(MX "" "" "DEPS;TEST_DEPS" ${ARGN})
+  file(GLOB all_srcs CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*.cpp")
+  set(lib_srcs "")
+  set(test_srcs "")
+  set(fuzz_srcs "")
+  foreach(f ${all_srcs})
+    if(f MATCHES "_test\\.cpp$")
+      list(APPEND test_srcs ${f})
+    elseif(f MATCHES "_fuzz\\.cpp$")
+      list(APPEND fuzz_srcs ${f})
+    else()
+      list(APPEND lib_srcs ${f})
+      if(f MATCHES "_avx2\\.cpp$")
+        set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+      elseif(f MATCHES "_avx512\\.cpp$")
+        set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS
+          "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx512bf16;-mavx512vbmi")
+      endif()
+    endif()
+  endforeach()
+  add_library(mx_${NAME} STATIC ${lib_srcs})
+  target_include_directories(mx_${NAME} PUBLIC ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(mx_${NAME} PUBLIC ${MX_DEPS})
+  target_compile_definitions(mx_${NAME} PRIVATE MX_VERSION="${PROJECT_VERSION}")
+  if(MX_BUILD_TESTS AND test_srcs)
+    add_executable(${NAME}_tests ${test_srcs})
+    target_link_libraries(${NAME}_tests PRIVATE mx_${NAME} ${MX_TEST_DEPS} GTest::gtest GTest::gtest_main)
+    target_compile_definitions(${NAME}_tests PRIVATE
+      MX_SHARED_DIR="${MX_SHARED_DIR}" MX_TEST_DATA_DIR="${MX_TEST_DATA_DIR}"
+      MX_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+    gtest_discover_tests(${NAME}_tests DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "unit;${NAME}"
+      DISCOVERY_TIMEOUT 60)
+  endif()
+  if(MX_FUZZ AND fuzz_srcs)
+    foreach(f ${fuzz_srcs})
+      get_filename_component(fname ${f} NAME_WE)
+      add_executable(${fname} ${f})
+      target_link_libraries(${fname} PRIVATE mx_${NAME})
+      target_compile_options(${fname} PRIVATE -fsanitize=fuzzer,address,undefined)
+      target_link_options(${fname} PRIVATE -fsanitize=fuzzer,address,undefined)
+    endforeach()
+  endif()
+endfunction()

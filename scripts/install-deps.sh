@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every build, test and run dependency of mxserve from Debian 12 packages (apt-get only).
+# Idempotent: when everything is present it returns in well under a second.
+set -euo pipefail
+
+PKGS=(
+  cmake ninja-build g++ make pkg-config git ccache
+  clang clang-format libclang-rt-14-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
+  libpcre2-dev libcpp-httplib-dev libcurl4-openssl-dev
+  curl
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
