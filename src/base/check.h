@@ -20,17 +20,17 @@ template <typename A, typename B>
 
 }  // namespace mx::detail
 
-#define MX_CHECK(cond)                                                              \
-  do {                                                                              \
-    if (!(cond)) [[unlikely]]                                                       \
-      ::mx::detail::CheckFailed(__FILE__, __LINE__, "CHECK failed: " #cond);        \
+#define MX_CHECK(cond)                                                       \
+  do {                                                                       \
+    if (!(cond)) [[unlikely]]                                                \
+      ::mx::detail::CheckFailed(__FILE__, __LINE__, "CHECK failed: " #cond); \
   } while (0)
 
-#define MX_CHECK_MSG(cond, msg)                                                          \
-  do {                                                                                   \
-    if (!(cond)) [[unlikely]]                                                            \
-      ::mx::detail::CheckFailed(__FILE__, __LINE__,                                      \
-                                std::string("CHECK failed: " #cond ": ") + (msg));       \
+#define MX_CHECK_MSG(cond, msg)                                                    \
+  do {                                                                             \
+    if (!(cond)) [[unlikely]]                                                      \
+      ::mx::detail::CheckFailed(__FILE__, __LINE__,                                \
+                                std::string("CHECK failed: " #cond ": ") + (msg)); \
   } while (0)
 
 #define MX_CHECK_OP_(a, b, op)                                                          \

@@ -15,9 +15,10 @@ Status SetLogLevel(const std::string& name) {
   (void)configured;
   auto level = spdlog::level::from_str(name);
   if (level == spdlog::level::off && name != "off") {
-    return InvalidArgument("--log-level: unknown level '{}' (expected one of trace, debug, info, "
-                           "warn, error, critical, off)",
-                           name);
+    return InvalidArgument(
+        "--log-level: unknown level '{}' (expected one of trace, debug, info, "
+        "warn, error, critical, off)",
+        name);
   }
   spdlog::set_level(level);
   return Status::Ok();

@@ -92,7 +92,7 @@ Status Internal(fmt::format_string<Args...> f, Args&&... args) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : value_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : status_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!status_.ok() && "Result constructed from an ok Status");
     if (status_.ok()) status_ = Status(StatusCode::kInternal, "Result built from an ok Status");
@@ -119,10 +119,10 @@ class [[nodiscard]] Result {
 #define MX_CONCAT(a, b) MX_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not ok.
-#define MX_RETURN_IF_ERROR(expr)              \
-  do {                                        \
-    ::mx::Status mx_status_ = (expr);         \
-    if (!mx_status_.ok()) return mx_status_;  \
+#define MX_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::mx::Status mx_status_ = (expr);        \
+    if (!mx_status_.ok()) return mx_status_; \
   } while (0)
 
 // MX_ASSIGN_OR_RETURN(auto x, MakeX()); returns the Status if the Result is not ok.

@@ -1,0 +1,105 @@
+// Status/Result, CHECK, dtype names, mmap and CPU feature detection.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "base/check.h"
+#include "base/cpu_features.h"
+#include "base/dtype.h"
+#include "base/log.h"
+#include "base/mmap.h"
+#include "base/status.h"
+
+namespace mx {
+namespace {
+
+Result<int> Half(int x) {
+  if (x % 2) return InvalidArgument("x: {} is odd", x);
+  return x / 2;
+}
+
+Status Chain(int x, int* out) {
+  MX_ASSIGN_OR_RETURN(int h, Half(x));
+  MX_ASSIGN_OR_RETURN(*out, Half(h));
+  return Status::Ok();
+}
+
+TEST(Status, ResultAndMacros) {
+  int out = 0;
+  EXPECT_TRUE(Chain(8, &out).ok());
+  EXPECT_EQ(out, 2);
+  Status s = Chain(6, &out);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "x: 3 is odd");
+  EXPECT_EQ(s.ToString(), "InvalidArgument: x: 3 is odd");
+  EXPECT_EQ(s.WithContext("file.json").message(), "file.json: x: 3 is odd");
+}
+
+TEST(CheckDeathTest, ReportsExpectedActualAndLocation) {
+  int a = 3;
+  EXPECT_DEATH(MX_CHECK_EQ(a, 4),
+               "base_misc_test.cpp:[0-9]+: CHECK failed: a == 4 \\(expected 4, actual 3\\)");
+  EXPECT_DEATH(MX_CHECK(a > 5), "CHECK failed: a > 5");
+}
+
+TEST(DType, NamesAndSizes) {
+  for (const char* name : {"BF16", "F16", "F32", "F64", "F8_E4M3", "F8_E5M2", "U8", "I8", "I16",
+                           "I32", "I64", "BOOL"}) {
+    auto t = ParseDType(name);
+    ASSERT_TRUE(t.ok()) << name;
+    EXPECT_STREQ(DTypeName(*t), name);
+  }
+  EXPECT_EQ(DTypeSize(DType::kBF16), 2u);
+  EXPECT_EQ(DTypeSize(DType::kF64), 8u);
+  auto bad = ParseDType("F4");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'F4'"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("BF16"), std::string::npos);
+}
+
+TEST(MappedFile, MapsContentsAndReportsMissingFiles) {
+  std::string path = ::testing::TempDir() + "/mx_mmap_test.bin";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "hello mmap";
+  }
+  auto m = MappedFile::Open(path);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->size(), 10u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(m->data()), m->size()), "hello mmap");
+  MappedFile moved = std::move(*m);
+  EXPECT_EQ(moved.size(), 10u);
+  std::remove(path.c_str());
+
+  auto missing = MappedFile::Open("/nonexistent/dir/file.safetensors");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("/nonexistent/dir/file.safetensors"),
+            std::string::npos);
+  auto dir = MappedFile::Open("/tmp");
+  EXPECT_FALSE(dir.ok());
+}
+
+TEST(CpuFeatures, ConsistentImplications) {
+  const CpuFeatures& f = GetCpuFeatures();
+  if (f.avx512f) {
+    EXPECT_TRUE(f.avx2) << "AVX-512 machines have AVX2";
+  }
+  if (f.avx512vnni || f.avx512bf16) {
+    EXPECT_TRUE(f.avx512f);
+  }
+  EXPECT_FALSE(f.ToString().empty());
+}
+
+TEST(Log, LevelNames) {
+  EXPECT_TRUE(SetLogLevel("warn").ok());
+  EXPECT_TRUE(SetLogLevel("off").ok());
+  Status s = SetLogLevel("loud");
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("loud"), std::string::npos);
+  EXPECT_TRUE(SetLogLevel("info").ok());
+}
+
+}  // namespace
+}  // namespace mx

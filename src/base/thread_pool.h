@@ -1,0 +1,48 @@
+// A fixed pool of worker threads with a static-range parallel_for. The calling thread takes
+// part as worker 0, so a pool of size 1 runs everything inline with no threads at all.
+// Thread-safety: one parallel_for at a time per pool (calls from several threads serialize).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace mx {
+
+class ThreadPool {
+ public:
+  // n_threads <= 0 means one per hardware core.
+  explicit ThreadPool(int n_threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Splits [begin, end) into size() contiguous ranges of near-equal length (static schedule)
+  // and calls fn(lo, hi, worker) for each non-empty range; returns when all are done.
+  void parallel_for(int64_t begin, int64_t end,
+                    const std::function<void(int64_t lo, int64_t hi, int worker)>& fn);
+
+  static int HardwareThreads();
+
+ private:
+  void WorkerLoop(int worker);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  std::mutex call_mu_;  // serializes parallel_for callers
+  std::mutex mu_;
+  std::condition_variable start_cv_;
+  std::condition_variable done_cv_;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  int64_t begin_ = 0, end_ = 0;
+  const std::function<void(int64_t, int64_t, int)>* fn_ = nullptr;
+};
+
+}  // namespace mx
