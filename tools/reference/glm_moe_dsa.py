@@ -201,12 +201,22 @@ class GlmMoeDsa:
         # Upcast every tensor (bf16 weights, fp32 e_score_correction_bias) to the compute dtype.
         self.w = {k: v.to(dtype) for k, v in weights.items()}
         self.used = set()
+        # Decision margins (for choosing robust golden fixtures): each entry is the score gap at
+        # a selection boundary (k-th best minus (k+1)-th best), recorded when > 0.
+        self.gaps = {"indexer": [], "router": [], "group": []}
 
     def W(self, name):
         self.used.add(name)
         if name not in self.w:
             raise KeyError(f"missing tensor {name}")
         return self.w[name]
+
+    def _gap(self, kind, row, n):
+        v = torch.sort(row, descending=True).values
+        if n < v.numel() and torch.isfinite(v[n]):
+            g = (v[n - 1] - v[n]).item()
+            if g > 0:
+                self.gaps[kind].append(g)
 
     def unused_tensors(self):
         """Tensors never read (routed experts that no token picked are not counted)."""
@@ -238,6 +248,8 @@ class GlmMoeDsa:
         for t in range(T):
             n = min(K, int(pos[t]) + 1)
             topk[t, :n] = topk_desc_stable(scores[t:t + 1], n)[0]
+            if n < int(pos[t]) + 1:
+                self._gap("indexer", scores[t], n)
         return topk, scores
 
     # ---------------- §3.4 MLA (expanded form) + §3.7 sparse mask ----------------
@@ -295,10 +307,14 @@ class GlmMoeDsa:
         if G > 1:
             gscore = b.view(T, G, E // G).topk(2, dim=-1).values.sum(-1)      # [T, G] top-2 sum
             keep = topk_desc_stable(gscore, c.topk_group)                     # [T, topk_group]
+            for t in range(T):
+                self._gap("group", gscore[t], c.topk_group)
             gmask = torch.zeros(T, G, dtype=torch.bool).scatter_(1, keep, True)
             emask = gmask[:, :, None].expand(T, G, E // G).reshape(T, E)
             b = b.masked_fill(~emask, float("-inf"))
         idx = topk_desc_stable(b, k)                                          # [T, k]
+        for t in range(T):
+            self._gap("router", b[t], k)
         wgt = s.gather(1, idx)
         if c.norm_topk_prob:
             wgt = wgt / (wgt.sum(-1, keepdim=True) + 1e-20)
