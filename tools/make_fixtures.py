@@ -74,11 +74,7 @@ def run_fp32(model, prompt):
     """Prefill + MTP + greedy decode (one-token steps through the KV cache), all float32."""
     T = len(prompt)
     cache = KVCache(model.cfg.num_hidden_layers + model.cfg.num_nextn_predict_layers)
-    out = model.forward(prompt, cache)
-    first = int(out["logits"][-1].argmax())
-    mtp_next = torch.cat([prompt[1:], torch.tensor([first])])
-    out.update(model.mtp(out["final_hidden"], mtp_next, cache))
-    out["mtp_next"] = mtp_next
+    out = model.forward(prompt, cache, mtp_next="argmax")
     gen, margins = [], []
     logits = out["logits"][-1]
     for i in range(N_GREEDY):

@@ -360,8 +360,10 @@ class GlmMoeDsa:
         """Runs T new tokens at positions cache.length .. cache.length+T-1.
 
         tokens   [T] int64.  cache: KVCache (updated in place) or None (fresh).
-        mtp_next [T] int64 or None: the token that follows each new token (row t's x_{t+1});
-                 if given, the MTP layer runs on (final_hidden[t], mtp_next[t]) at position t.
+        mtp_next [T] int64, "argmax" or None: the token that follows each new token (row t's
+                 x_{t+1}); if given, the MTP layer runs on (final_hidden[t], mtp_next[t]) at
+                 position t. "argmax" = tokens[1:] followed by argmax(logits[-1]) (the
+                 fixture convention: the last row uses the greedy next token).
         dense    True: ignore the indexer's selection (plain causal MLA) for comparison checks.
         Returns a dict:
           logits [T, V]; hidden [L+1, T, D] (0 = embedding, l+1 = after layer l);
@@ -394,7 +396,11 @@ class GlmMoeDsa:
         cache.length += T
         out = dict(logits=logits, hidden=torch.stack(hidden), final_hidden=y, topk=topks,
                    indexer_scores=scores, router=routers, cache=cache)
+        if isinstance(mtp_next, str):
+            assert mtp_next == "argmax"
+            mtp_next = torch.cat([tokens[1:], logits[-1].argmax().reshape(1)])
         if mtp_next is not None:
+            out["mtp_next"] = mtp_next
             out.update(self.mtp(y, torch.as_tensor(mtp_next, dtype=torch.int64), cache, dense))
         return out
 

@@ -4,7 +4,9 @@
   /usr/bin/python3 tools/reference/selfcheck.py [CKPT_DIR ...]
 
 Default checkpoints: tests/data/tiny and tests/data/tiny-glm52 (generated into a temp dir from
-tools/reference/configs/ if absent). Checks, per checkpoint:
+tools/reference/configs/ if absent). The token ids are those of fixtures/prompt_40 when present
+(else seeded random ids). Checks, per checkpoint:
+  0. the committed fixture prompt_40 matches a fresh float32 run (max |diff| <= 1e-6)
   1. prefill of N=40 tokens == 40 one-token decode steps with the KV cache
      (logits, every hidden state, MTP logits: max |diff| <= TOL_F32 = 1e-4; indexer top-k sets
      and router choices identical)
@@ -88,8 +90,21 @@ def check_checkpoint(ckpt):
     print(f"checkpoint {ckpt}")
     model = load(ckpt)
     V, N = model.cfg.vocab_size, 40
-    ids = torch.randint(0, V, (N,), generator=torch.Generator().manual_seed(7))
-    nxt = torch.cat([ids[1:], torch.tensor([3])])
+    fx = os.path.join(ckpt, "fixtures", f"prompt_{N}.safetensors")
+    if os.path.exists(fx):
+        # 0. the committed golden fixture still matches a fresh float32 run (bit-for-bit here).
+        g = load_file(fx)
+        ids, nxt = g["prompt_ids"].long(), g["mtp_next_ids"].long()
+        o = model.forward(ids, mtp_next=nxt)
+        L = model.cfg.num_hidden_layers
+        d = max(maxdiff(o["logits"], g["logits"]), maxdiff(o["hidden"], g["hidden_states"]),
+                maxdiff(o["mtp_logits"], g["mtp_logits"]))
+        same = all(torch.equal(o["router"][i][0].int(), g[f"router_experts.{i}"])
+                   for i in o["router"])
+        check(d <= 1e-6 and same, f"fixture prompt_{N} reproduced: max|diff| {d:.2e}")
+    else:
+        ids = torch.randint(0, V, (N,), generator=torch.Generator().manual_seed(7))
+        nxt = torch.cat([ids[1:], torch.tensor([3])])
     full = run_steps(model, ids, nxt, [N])
     compare(f"prefill {N} vs {N} one-token steps", full, run_steps(model, ids, nxt, [1] * N))
     compare("prefill 40 vs chunks 17+23", full, run_steps(model, ids, nxt, [17, 23]))
