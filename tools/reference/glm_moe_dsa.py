@@ -201,6 +201,9 @@ class GlmMoeDsa:
         # Upcast every tensor (bf16 weights, fp32 e_score_correction_bias) to the compute dtype.
         self.w = {k: v.to(dtype) for k, v in weights.items()}
         self.used = set()
+        # False: expanded MLA (§3.4, the reference). True: weight-absorbed MLA (§3.5), the form a
+        # decode kernel uses; selfcheck.py shows both agree.
+        self.mla_absorbed = False
         # Decision margins (for choosing robust golden fixtures): each entry is the score gap at
         # a selection boundary (k-th best minus (k+1)-th best), recorded when > 0.
         self.gaps = {"indexer": [], "router": [], "group": []}
@@ -269,10 +272,6 @@ class GlmMoeDsa:
         lat_all = KVCache.append(entry, "c", lat)                           # [S, Rkv]
         kpe_all = KVCache.append(entry, "k_pe", k_pe)                       # [S, Dr]
         S = lat_all.shape[0]
-        kvb = (lat_all @ self.W(p + "kv_b_proj.weight").T).view(S, H, Dn + Dv)
-        k_nope, v = kvb[..., :Dn], kvb[..., Dn:]                            # [S,H,Dn], [S,H,Dv]
-        k = torch.cat([k_nope, kpe_all[:, None, :].expand(S, H, Dr)], dim=-1)  # [S, H, Dn+Dr]
-        qf = torch.cat([q_nope, q_pe], dim=-1)                              # [T, H, Dn+Dr]
 
         # Token selection: causal, intersected with the indexer's top-k (own or shared).
         allowed = torch.arange(S)[None, :] <= pos[:, None]                  # [T, S]
@@ -287,10 +286,27 @@ class GlmMoeDsa:
             sel.scatter_(1, torch.where(topk < 0, S, topk), True)           # -1 -> dummy col S
             allowed = allowed & sel[:, :S]
 
-        s = torch.einsum("thd,shd->hts", qf, k) * c.qk_head_dim ** -0.5     # [H, T, S]
-        s = s.masked_fill(~allowed[None], float("-inf"))
-        prob = torch.softmax(s, dim=-1)
-        o = torch.einsum("hts,shd->thd", prob, v).reshape(T, H * Dv)        # head-major
+        scale = c.qk_head_dim ** -0.5                                       # no YaRN mscale
+        if not self.mla_absorbed:
+            kvb = (lat_all @ self.W(p + "kv_b_proj.weight").T).view(S, H, Dn + Dv)
+            k_nope, v = kvb[..., :Dn], kvb[..., Dn:]                        # [S,H,Dn], [S,H,Dv]
+            k = torch.cat([k_nope, kpe_all[:, None, :].expand(S, H, Dr)], dim=-1)  # [S,H,Dn+Dr]
+            qf = torch.cat([q_nope, q_pe], dim=-1)                          # [T, H, Dn+Dr]
+            s = torch.einsum("thd,shd->hts", qf, k) * scale                 # [H, T, S]
+            s = s.masked_fill(~allowed[None], float("-inf"))
+            prob = torch.softmax(s, dim=-1)
+            o = torch.einsum("hts,shd->thd", prob, v)                       # [T, H, Dv]
+        else:
+            w_kvb = self.W(p + "kv_b_proj.weight").view(H, Dn + Dv, c.kv_lora_rank)
+            w_uk, w_uv = w_kvb[:, :Dn], w_kvb[:, Dn:]                       # [H,Dn,Rkv], [H,Dv,Rkv]
+            q_lat = torch.einsum("thd,hdr->thr", q_nope, w_uk)              # [T, H, Rkv]
+            s = (torch.einsum("thr,sr->hts", q_lat, lat_all)
+                 + torch.einsum("thd,sd->hts", q_pe, kpe_all)) * scale      # [H, T, S]
+            s = s.masked_fill(~allowed[None], float("-inf"))
+            prob = torch.softmax(s, dim=-1)
+            o_lat = torch.einsum("hts,sr->thr", prob, lat_all)              # [T, H, Rkv]
+            o = torch.einsum("thr,hvr->thv", o_lat, w_uv)                   # [T, H, Dv]
+        o = o.reshape(T, H * Dv)                                            # head-major
         return o @ self.W(p + "o_proj.weight").T, topk, scores_ix
 
     # ---------------- §3.8 MoE, noaux_tc ----------------

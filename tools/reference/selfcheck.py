@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Self-checks of the PyTorch reference; exits non-zero on any failure.
 
-  /usr/bin/python3 tools/reference/selfcheck.py [CKPT_DIR ...]
+  /usr/bin/python3 tools/reference/selfcheck.py [--fresh] [CKPT_DIR ...]
 
 Default checkpoints: tests/data/tiny and tests/data/tiny-glm52 (generated into a temp dir from
 tools/reference/configs/ if absent). The token ids are those of fixtures/prompt_40 when present
@@ -13,6 +13,7 @@ tools/reference/configs/ if absent). The token ids are those of fixtures/prompt_
   2. chunked prefill (17 + 23 tokens) == one prefill (same tolerances)
   3. with index_topk >= length the indexer path == plain causal (dense) attention
      (max |diff| <= TOL_F32), and at length 40 with the real index_topk it differs (sparse is live)
+  3b. weight-absorbed MLA (decode form, §3.5) == expanded MLA (max |diff| <= TOL_F32)
   4. float32 vs float64 forward: reports the fp32 noise floor (must be <= TOL_F32)
   5. the NeoX indexer-rope switch (DeepSeek-V3.2) also passes check 1
 Global: top-k tie rule, RoPE interleave/NeoX equivalence, safetensors round trip, tokenizer
@@ -121,6 +122,14 @@ def check_checkpoint(ckpt):
     check(d > 1e-3, f"index_topk={model.cfg.index_topk} at length {N} differs from dense "
                     f"(sparse path live): max|dlogits| {d:.2e}")
 
+    # 3b. weight-absorbed MLA (§3.5) == expanded MLA (§3.4).
+    ab = load(ckpt)
+    ab.mla_absorbed = True
+    o_ab = ab.forward(ids, mtp_next=nxt)
+    d = max(maxdiff(o_ab["logits"], o_sp["logits"]), maxdiff(o_ab["mtp_logits"], o_sp["mtp_logits"]))
+    same = all(torch.equal(o_ab["router"][i][0], o_sp["router"][i][0]) for i in o_sp["router"])
+    check(d <= TOL_F32 and same, f"absorbed MLA vs expanded MLA: max|dlogits| {d:.2e}")
+
     # 4. fp32 noise floor against float64.
     m64 = load(ckpt, torch.float64)
     o64 = m64.forward(ids, mtp_next=nxt)
@@ -178,11 +187,12 @@ def global_checks():
 
 def main():
     torch.set_num_threads(1)
-    ckpts = sys.argv[1:]
+    fresh = "--fresh" in sys.argv[1:]       # ignore tests/data, generate temp checkpoints
+    ckpts = [a for a in sys.argv[1:] if a != "--fresh"]
     tmp = None
     if not ckpts:
         ckpts = [os.path.join(ROOT, "tests/data", n) for n in ("tiny", "tiny-glm52")]
-        if not all(os.path.exists(os.path.join(c, "model.safetensors")) for c in ckpts):
+        if fresh or not all(os.path.exists(os.path.join(c, "model.safetensors")) for c in ckpts):
             sys.path.insert(0, os.path.dirname(HERE))
             from make_checkpoint import write_checkpoint
             tmp = tempfile.mkdtemp()
@@ -194,6 +204,9 @@ def main():
     global_checks()
     for c in ckpts:
         check_checkpoint(c)
+    if tmp:
+        import shutil
+        shutil.rmtree(tmp)
     if FAILURES:
         print(f"{len(FAILURES)} FAILED")
         sys.exit(1)
