@@ -81,27 +81,23 @@ class OutFile {
 // Forwards one tensor's bytes to the file and enforces its exact size.
 class CountingSink : public ByteSink {
  public:
-  CountingSink(OutFile& out, std::string_view name, uint64_t expected)
-      : out_(out), name_(name), expected_(expected) {}
+  CountingSink(OutFile& out, uint64_t expected) : out_(out), expected_(expected) {}
   Status Write(const void* data, size_t n) override {
     if (n > expected_ - written_) {
-      return InvalidArgument("tensor '{}': producer wrote more than its {} bytes", name_,
-                             expected_);
+      return InvalidArgument("producer wrote more than its {} bytes", expected_);
     }
     written_ += n;
     return out_.Write(data, n);
   }
   Status Finish() const {
     if (written_ != expected_) {
-      return InvalidArgument("tensor '{}': producer wrote {} bytes, expected {}", name_, written_,
-                             expected_);
+      return InvalidArgument("producer wrote {} bytes, expected {}", written_, expected_);
     }
     return Status::Ok();
   }
 
  private:
   OutFile& out_;
-  std::string_view name_;
   uint64_t expected_;
   uint64_t written_ = 0;
 };
@@ -270,10 +266,10 @@ Result<std::string> SafetensorsWriter::WriteTemp(const std::string& path,
     for (const auto& name : names) {
       const Pending& t = tensors_.at(name);
       if (t.produce) {
-        CountingSink sink(out, name, t.nbytes);
+        CountingSink sink(out, t.nbytes);
         Status ps = t.produce(sink);
+        if (ps.ok()) ps = sink.Finish();
         if (!ps.ok()) return ps.WithContext(fmt::format("{}: tensor '{}'", path, name));
-        MX_RETURN_IF_ERROR(sink.Finish().WithContext(path));
       } else if (t.nbytes > 0) {
         MX_RETURN_IF_ERROR(out.Write(t.borrowed.data(), t.borrowed.size()));
       }
