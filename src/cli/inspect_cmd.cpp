@@ -1,22 +1,270 @@
-// `mxserve inspect MODEL_DIR | --config config.json`: tensor table, parameter and byte counts.
+// `mxserve inspect MODEL_DIR | --config config.json`: the config in brief, the expected tensor
+// list, parameter and byte counts per category, active parameters per token and KV-cache bytes
+// per token; from a checkpoint also each tensor's dtype and format and a check listing every
+// missing, unexpected or mis-shaped tensor. `--json` for machines.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "cli/verb.h"
+#include "io/checkpoint.h"
+#include "io/model_config.h"
+#include "model/checkpoint_check.h"
+#include "model/tensor_plan.h"
 
 namespace mx::cli {
 namespace {
+
+using nlohmann::json;
 
 struct InspectArgs {
   std::string model_dir;
   std::string config;
   bool json = false;
+  bool tensors = false;
 };
+
+std::string Billions(int64_t n) { return fmt::format("{:.2f} B", n / 1e9); }
+
+std::string Grouped(int64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(i, ",");
+  return s;
+}
+
+std::string LayerList(const ModelConfig& c, IndexerType type) {
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    if (c.indexer_types[i] == type) ids.push_back(i);
+  }
+  return fmt::format("{}", fmt::join(ids, ","));
+}
+
+json ConfigJson(const ModelConfig& c) {
+  json j;
+  j["architecture"] = ArchitectureName(c.architecture);
+  j["model_type"] = c.model_type;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  int64_t dense = 0;
+  for (auto t : c.mlp_layer_types) dense += t == MlpType::kDense;
+  j["dense_layers"] = dense;
+  j["moe_layers"] = c.num_hidden_layers - dense;
+  j["mtp_layers"] = c.num_nextn_predict_layers;
+  j["hidden_size"] = c.hidden_size;
+  j["vocab_size"] = c.vocab_size;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["q_lora_rank"] = c.q_lora_rank;
+  j["kv_lora_rank"] = c.kv_lora_rank;
+  j["qk_nope_head_dim"] = c.qk_nope_head_dim;
+  j["qk_rope_head_dim"] = c.qk_rope_head_dim;
+  j["v_head_dim"] = c.v_head_dim;
+  j["softmax_scale"] = c.softmax_scale();
+  j["n_routed_experts"] = c.n_routed_experts;
+  j["num_experts_per_tok"] = c.num_experts_per_tok;
+  j["n_shared_experts"] = c.n_shared_experts;
+  j["moe_intermediate_size"] = c.moe_intermediate_size;
+  j["n_group"] = c.n_group;
+  j["topk_group"] = c.topk_group;
+  j["rope_theta"] = c.rope.rope_theta;
+  j["rope_type"] = c.rope.rope_type;
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  if (c.has_indexer) {
+    std::vector<int64_t> full;
+    for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+      if (c.indexer_types[i] == IndexerType::kFull) full.push_back(i);
+    }
+    j["indexer"] = {{"index_topk", c.index_topk},
+                    {"index_n_heads", c.index_n_heads},
+                    {"index_head_dim", c.index_head_dim},
+                    {"full_layers", full},
+                    {"num_full_layers", full.size()},
+                    {"num_shared_layers", c.num_hidden_layers - (int64_t)full.size()},
+                    {"rope_interleave", c.indexer_rope_interleave}};
+  }
+  j["quantization_config"] =
+      c.quantization_config_json ? json::parse(*c.quantization_config_json) : json(nullptr);
+  return j;
+}
+
+int RunInspect(const InspectArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (a.config.empty() == a.model_dir.empty()) {
+    std::fprintf(stderr, "mxserve inspect: give exactly one of MODEL_DIR or --config FILE\n");
+    return 2;
+  }
+  const std::string config_path =
+      a.config.empty() ? (std::filesystem::path(a.model_dir) / "config.json").string() : a.config;
+  auto cfg = LoadModelConfig(config_path);
+  if (!cfg.ok()) return Fail(cfg.status().message());
+  const ModelConfig& c = *cfg;
+  const std::vector<TensorSpec> specs = ExpectedTensors(c);
+  const ParamSummary ps = Summarize(c, specs);
+  const KvCacheSize kv = KvCacheBytes(c);
+
+  std::optional<Checkpoint> ckpt;
+  std::optional<CheckpointReport> report;
+  if (!a.model_dir.empty()) {
+    auto ck = Checkpoint::Open(a.model_dir);
+    if (!ck.ok()) return Fail(ck.status().message());
+    ckpt.emplace(std::move(*ck));
+    report = CheckCheckpoint(c, specs, *ckpt);
+  }
+
+  if (a.json) {
+    json j;
+    j["source"] = config_path;
+    j["config"] = ConfigJson(c);
+    json by_cat = json::object();
+    for (int k = 0; k < kNumTensorCategories; ++k) {
+      by_cat[TensorCategoryName(static_cast<TensorCategory>(k))] = {{"params", ps.params[k]},
+                                                                    {"bf16_bytes", ps.bytes[k]}};
+    }
+    j["parameters"] = {{"total", ps.total_params}, {"main", ps.main_params},
+                       {"mtp", ps.mtp_params},     {"active_per_token", ps.active_params},
+                       {"by_category", by_cat},    {"bf16_checkpoint_bytes", ps.total_bytes}};
+    j["tensor_count"] = {{"total", ps.main_tensors + ps.mtp_tensors},
+                         {"main", ps.main_tensors},
+                         {"mtp", ps.mtp_tensors}};
+    j["kv_cache_per_token"] = {{"mla_values_per_layer", kv.mla_values_per_layer},
+                               {"indexer_values_per_full_layer", kv.indexer_values_per_layer},
+                               {"full_indexer_layers", kv.full_indexer_layers},
+                               {"values", kv.values_per_token},
+                               {"bf16_bytes", kv.bf16_bytes_per_token},
+                               {"fp8_bytes", kv.fp8_bytes_per_token},
+                               {"mtp_values", kv.mtp_values_per_token}};
+    json list = json::array();
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const auto& s = specs[i];
+      json t = {{"name", s.name},
+                {"shape", s.shape},
+                {"dtype", DTypeName(s.dtype)},
+                {"category", TensorCategoryName(s.category)}};
+      if (report) {
+        const auto& m = report->matches[i];
+        t["format"] = WeightFormatName(m.format);
+        if (m.view) {
+          t["file_dtype"] = DTypeName(m.view->dtype);
+          t["file_shape"] = m.view->shape;
+        }
+      }
+      list.push_back(std::move(t));
+    }
+    j["tensors"] = std::move(list);
+    if (report) {
+      std::map<std::string, int64_t> formats;
+      for (const auto& m : report->matches) formats[WeightFormatName(m.format)]++;
+      j["checkpoint"] = {{"dir", a.model_dir},
+                         {"files", ckpt->num_files()},
+                         {"bytes", ckpt->total_bytes()},
+                         {"formats", formats},
+                         {"ok", report->ok()},
+                         {"missing", report->missing},
+                         {"mismatched", report->mismatched},
+                         {"unexpected", report->unexpected},
+                         {"ignored", report->ignored}};
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return report && !report->ok() ? 1 : 0;
+  }
+
+  std::string out;
+  out += fmt::format("config        {}\n", config_path);
+  out += fmt::format("architecture  {} ({})\n", ArchitectureName(c.architecture), c.model_type);
+  int64_t dense = 0;
+  for (auto t : c.mlp_layer_types) dense += t == MlpType::kDense;
+  out += fmt::format("layers        {} ({} dense, {} MoE) + {} MTP; hidden {}; vocab {}\n",
+                     c.num_hidden_layers, dense, c.num_hidden_layers - dense,
+                     c.num_nextn_predict_layers, c.hidden_size, c.vocab_size);
+  out +=
+      fmt::format("MLA           {} heads, q_lora {}, kv_lora {}, qk {}+{}, v {}; scale {:.6g}\n",
+                  c.num_attention_heads, c.q_lora_rank, c.kv_lora_rank, c.qk_nope_head_dim,
+                  c.qk_rope_head_dim, c.v_head_dim, c.softmax_scale());
+  if (c.has_indexer) {
+    out += fmt::format("indexer       {} heads x {}, top-k {}; {} full layers {{{}}}, {} shared\n",
+                       c.index_n_heads, c.index_head_dim, c.index_topk, c.num_full_indexer_layers(),
+                       LayerList(c, IndexerType::kFull),
+                       c.num_hidden_layers - c.num_full_indexer_layers());
+  }
+  out += fmt::format(
+      "MoE           {} routed experts top-{}, {} shared, width {}, groups {}/{}, "
+      "scale {}\n",
+      c.n_routed_experts, c.num_experts_per_tok, c.n_shared_experts, c.moe_intermediate_size,
+      c.n_group, c.topk_group, c.routed_scaling_factor);
+  out += fmt::format("rope          theta {:g} ({}), max positions {}\n", c.rope.rope_theta,
+                     c.rope.rope_type, c.max_position_embeddings);
+  out += fmt::format("\nparameters    {} ({} main + {} MTP); active per token {}\n",
+                     Billions(ps.total_params), Billions(ps.main_params), Billions(ps.mtp_params),
+                     Billions(ps.active_params));
+  out += fmt::format("tensors       {} ({} main + {} MTP)\n",
+                     Grouped(ps.main_tensors + ps.mtp_tensors), Grouped(ps.main_tensors),
+                     Grouped(ps.mtp_tensors));
+  out += fmt::format("\n{:<24}{:>20}{:>20}\n", "category", "params", "bf16 bytes");
+  for (int k = 0; k < kNumTensorCategories; ++k) {
+    out += fmt::format("{:<24}{:>20}{:>20}\n", TensorCategoryName(static_cast<TensorCategory>(k)),
+                       Grouped(ps.params[k]), Grouped(ps.bytes[k]));
+  }
+  out += fmt::format("{:<24}{:>20}{:>20}\n", "total", Grouped(ps.total_params),
+                     Grouped(ps.total_bytes));
+  out += fmt::format(
+      "\nKV cache      {} values per layer ({} latent + {} rope key) + {} indexer-key "
+      "values per full layer\n",
+      kv.mla_values_per_layer, c.kv_lora_rank, c.qk_rope_head_dim, kv.indexer_values_per_layer);
+  out += fmt::format(
+      "              per token (main): {} values = {} bytes bf16, {} bytes fp8; "
+      "MTP layer: {} values\n",
+      Grouped(kv.values_per_token), Grouped(kv.bf16_bytes_per_token),
+      Grouped(kv.fp8_bytes_per_token), kv.mtp_values_per_token);
+  if (report) {
+    std::map<std::string, int64_t> formats;
+    for (const auto& m : report->matches) formats[WeightFormatName(m.format)]++;
+    out += fmt::format("\ncheckpoint    {} ({} file(s), {} bytes)\n", a.model_dir,
+                       ckpt->num_files(), Grouped(ckpt->total_bytes()));
+    std::string f;
+    for (const auto& [name, n] : formats) f += fmt::format("{} {}  ", name, n);
+    out += fmt::format("formats       {}\n", f);
+    if (!report->ignored.empty()) {
+      out += fmt::format("ignored       {} indexer tensor(s) on IndexShare shared layers\n",
+                         report->ignored.size());
+    }
+    out += report->ok() ? "check         OK: every expected tensor present with its shape\n"
+                        : "check         FAILED\n" + report->ProblemSummary();
+  }
+  if (a.tensors) {
+    out += "\ntensors:\n";
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const auto& s = specs[i];
+      std::string fmt_col = DTypeName(s.dtype);
+      if (report) {
+        const auto& m = report->matches[i];
+        fmt_col = m.view ? fmt::format("{} ({} {})", WeightFormatName(m.format),
+                                       DTypeName(m.view->dtype), ShapeString(m.view->shape))
+                         : "MISSING";
+      }
+      out += fmt::format("  {:<64} {:<18} {}\n", s.name, ShapeString(s.shape), fmt_col);
+    }
+  } else {
+    out += "\n(--tensors lists every tensor; --json for machines)\n";
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  out += fmt::format("inspected in {:.0f} ms\n", ms);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return report && !report->ok() ? 1 : 0;
+}
 
 VerbRun SetupInspect(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
-  auto* sub = app.add_subcommand("inspect", "Config, tensor table, parameters, bytes, formats");
+  auto* sub = app.add_subcommand(
+      "inspect", "Config, tensor table, parameters, bytes, KV cache and weight formats");
   sub->add_option("model_dir", args->model_dir, "Hugging Face checkpoint directory");
   sub->add_option("--config", args->config, "inspect a config.json alone (no weights)");
-  sub->add_flag("--json", args->json, "machine-readable output");
-  return [args]() -> int { return Fail("inspect: not implemented yet"); };
+  sub->add_flag("--json", args->json, "machine-readable output (includes every tensor)");
+  sub->add_flag("--tensors", args->tensors, "list every tensor with shape and format");
+  return [args]() -> int { return RunInspect(*args); };
 }
 
 MX_REGISTER_VERB(inspect, "inspect", 40, SetupInspect);
