@@ -518,7 +518,39 @@ def make_goldens(tok_path, name, out_path, extra_cases=(), n_random=150, seed=12
     return len(cases)
 
 
+def make_nfc_goldens(out_path, seed=99):
+    """[input, NFC(input)] for every canonically decomposable character (as itself and as its
+    NFD), Hangul samples, and random base + combining-mark sequences."""
+    cases = []
+    for cp in range(0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        c = chr(cp)
+        d = unicodedata.decomposition(c)
+        if d and not d.startswith("<"):
+            cases.append([c, unicodedata.normalize("NFC", c)])
+            nfd = unicodedata.normalize("NFD", c)
+            cases.append([nfd, unicodedata.normalize("NFC", nfd)])
+    rng = random.Random(seed)
+    for _ in range(50):
+        s = chr(rng.randint(0xAC00, 0xD7A3))
+        cases.append([unicodedata.normalize("NFD", s), s])
+    bases = "aeiouAEIOUnNcCsSzZΑαЕеうか가क "
+    marks = [chr(c) for c in range(0x300, 0x370)] + ["̣", "̨", "̛", "ͅ",
+                                                     "゙", "゚", "़", "ᆨ"]
+    for _ in range(1000):
+        s = "".join(rng.choice(bases) if rng.random() < 0.4 else rng.choice(marks)
+                    for _ in range(rng.randint(1, 8)))
+        cases.append([s, unicodedata.normalize("NFC", s)])
+    with open(out_path, "w", encoding="utf-8") as f:
+        f.write('{"unicode_version": "%s", "cases": [\n' % unicodedata.unidata_version)
+        f.write(",\n".join(json.dumps(c, ensure_ascii=True) for c in cases))
+        f.write("\n]}\n")
+    print(f"nfc: {len(cases)} cases")
+
+
 def cmd_fixtures(out_dir):
+    make_nfc_goldens(os.path.join(out_dir, "nfc.golden.json"))
     vocab, merges = train_bpe(CORPUS, 700, GLM_PATTERN)
     n = len(vocab)
     glm_added = [added(n + i, c) for i, c in enumerate([

@@ -1,0 +1,45 @@
+// A compiled PCRE2 pattern (UTF + UCP, JIT when available) for pre-tokenizer splits.
+// Thread-safe: matching allocates its own match data, so one Regex serves many threads.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace mx::tok {
+
+class Regex {
+ public:
+  // Compiles `pattern` with PCRE2_UTF | PCRE2_UCP. A syntax error is an InvalidArgument that
+  // quotes the pattern and PCRE2's message and offset.
+  static Result<Regex> Compile(const std::string& pattern);
+  // Escapes every metacharacter so that the result matches `literal` exactly.
+  static std::string Escape(std::string_view literal);
+
+  Regex(Regex&&) noexcept;
+  Regex& operator=(Regex&&) noexcept;
+  ~Regex();
+
+  // Calls on_match(start, end) for each successive non-overlapping, non-empty match in
+  // `text`, left to right (an empty match advances one character and is not reported).
+  // REQUIRES: text is valid UTF-8.
+  // Returns false if PCRE2 gave up (resource limit) part way; the matches so far were reported.
+  bool FindAll(std::string_view text,
+               const std::function<void(size_t start, size_t end)>& on_match) const;
+  // True if the pattern matches somewhere in text.
+  bool Search(std::string_view text) const;
+
+  const std::string& pattern() const { return pattern_; }
+
+ private:
+  Regex() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string pattern_;
+};
+
+}  // namespace mx::tok
