@@ -123,7 +123,16 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(const uint8_t* data, size_t siz
                     file_name, n, size);
   }
   std::string_view text(reinterpret_cast<const char*>(data + 8), n);
-  if (!IsValidUtf8(text)) return DataLoss("{}: header is not valid UTF-8", file_name);
+  if (size_t bad = FindInvalidUtf8(text); bad != std::string_view::npos) {
+    // Show the printable ASCII before the bad byte: usually the start of the tensor name.
+    size_t from = bad;
+    while (from > 0 && bad - from < 48 && text[from - 1] >= 0x20 && text[from - 1] < 0x7f &&
+           text[from - 1] != '"') {
+      --from;
+    }
+    return DataLoss("{}: header is not valid UTF-8 at byte {} (after \"{}\")", file_name, bad,
+                    text.substr(from, bad - from));
+  }
 
   SafetensorsHeader h;
   h.header_bytes = n;

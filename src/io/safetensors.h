@@ -51,7 +51,9 @@ struct SafetensorsHeader {
 // `dtype`, an integer array `shape` (dims >= 0, product and byte size do not overflow), and
 // `data_offsets` [begin, end] with begin <= end <= size - 8 - N and end - begin equal to
 // numel * dtype size; no two non-empty tensors overlap; `__metadata__`, when present, maps
-// strings to strings.
+// strings to strings. Unknown fields in an entry are ignored.
+// note: unlike the Rust reference, gaps between tensors and bytes after the last one are
+// accepted (they cannot make a view escape the file); the writer never produces them.
 Result<SafetensorsHeader> ParseSafetensorsHeader(const uint8_t* data, size_t size,
                                                  std::string_view file_name);
 

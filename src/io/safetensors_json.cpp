@@ -134,7 +134,7 @@ Result<nlohmann::json> ParseStrictJson(std::string_view text, std::string_view w
   return std::move(builder.root());
 }
 
-bool IsValidUtf8(std::string_view s) {
+size_t FindInvalidUtf8(std::string_view s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   size_t n = s.size();
   size_t i = 0;
@@ -156,21 +156,21 @@ bool IsValidUtf8(std::string_view s) {
       len = 4;
       cp = c & 0x07;
     } else {
-      return false;
+      return i;
     }
-    if (n - i < len) return false;
+    if (n - i < len) return i;
     for (size_t k = 1; k < len; ++k) {
       unsigned cc = p[i + k];
-      if ((cc & 0xC0) != 0x80) return false;
+      if ((cc & 0xC0) != 0x80) return i;
       cp = (cp << 6) | (cc & 0x3F);
     }
     if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
         (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
+      return i;
     }
     i += len;
   }
-  return true;
+  return std::string_view::npos;
 }
 
 }  // namespace mx

@@ -26,7 +26,9 @@ struct StrictJsonLimits {
 Result<nlohmann::json> ParseStrictJson(std::string_view text, std::string_view what,
                                        const StrictJsonLimits& limits = {});
 
-// True when `s` is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
-bool IsValidUtf8(std::string_view s);
+// The offset of the first byte of `s` that is not part of well-formed UTF-8 (no overlongs,
+// no surrogates, <= U+10FFFF), or std::string_view::npos when all of it is.
+size_t FindInvalidUtf8(std::string_view s);
+inline bool IsValidUtf8(std::string_view s) { return FindInvalidUtf8(s) == std::string_view::npos; }
 
 }  // namespace mx
