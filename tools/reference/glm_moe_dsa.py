@@ -207,6 +207,14 @@ class GlmMoeDsa:
         # Decision margins (for choosing robust golden fixtures): each entry is the score gap at
         # a selection boundary (k-th best minus (k+1)-th best), recorded when > 0.
         self.gaps = {"indexer": [], "router": [], "group": []}
+        # Training hooks (tools/train.py); the defaults leave inference untouched.
+        #   record_gaps=False skips the decision-margin bookkeeping above.
+        #   attn_targets = {} collects, per layer prefix, the detached dense causal attention
+        #     distribution summed over heads and renormalised, [T, S]: the DSA indexer's KL target.
+        #   detach_indexer_input=True stops the indexer loss from reaching the main model.
+        self.record_gaps = True
+        self.attn_targets = None
+        self.detach_indexer_input = False
 
     def W(self, name):
         self.used.add(name)
@@ -215,6 +223,8 @@ class GlmMoeDsa:
         return self.w[name]
 
     def _gap(self, kind, row, n):
+        if not self.record_gaps:
+            return
         v = torch.sort(row, descending=True).values
         if n < v.numel() and torch.isfinite(v[n]):
             g = (v[n - 1] - v[n]).item()
@@ -231,6 +241,8 @@ class GlmMoeDsa:
         c = self.cfg
         T = a.shape[0]
         Hi, Di, Dr = c.index_n_heads, c.index_head_dim, c.qk_rope_head_dim
+        if self.detach_indexer_input:
+            a, cq = a.detach(), cq.detach()
         q = (cq @ self.W(p + "indexer.wq_b.weight").T).view(T, Hi, Di)      # [T, Hi, Di]
         q = torch.cat([apply_rope(q[..., :Dr], pos, c.rope_theta, c.indexer_rope_interleave),
                        q[..., Dr:]], dim=-1)                                 # rope FIRST
@@ -293,6 +305,11 @@ class GlmMoeDsa:
             k = torch.cat([k_nope, kpe_all[:, None, :].expand(S, H, Dr)], dim=-1)  # [S,H,Dn+Dr]
             qf = torch.cat([q_nope, q_pe], dim=-1)                          # [T, H, Dn+Dr]
             s = torch.einsum("thd,shd->hts", qf, k) * scale                 # [H, T, S]
+            if self.attn_targets is not None:
+                causal = torch.arange(S)[None, :] <= pos[:, None]           # [T, S]
+                pd = torch.softmax(s.detach().masked_fill(~causal[None], float("-inf")), -1)
+                pd = pd.sum(0)
+                self.attn_targets[p] = pd / pd.sum(-1, keepdim=True)        # [T, S]
             s = s.masked_fill(~allowed[None], float("-inf"))
             prob = torch.softmax(s, dim=-1)
             o = torch.einsum("hts,shd->thd", prob, v)                       # [T, H, Dv]
