@@ -1,0 +1,56 @@
+// The CPU kernel table: every compute primitive the model forward uses, as function pointers
+// chosen once per process from CPUID (STYLE.md 5). Kernels see only pointers and sizes, never
+// a model, a request or a config. The `ref` level (kernels_ref.cpp) is the scalar slow twin
+// every faster level is tested against (kernels_test.cpp).
+//
+// Conventions: row-major; "W[N, K]" is a weight in HF [out, in] layout; bf16 is the raw
+// uint16_t bit pattern; activations and accumulation are fp32.
+// Shape legend: M rows of activations, N output features, K input features, n vector length.
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+
+namespace mx {
+
+enum class KernelLevel { kRef, kAvx2, kAvx512 };
+const char* KernelLevelName(KernelLevel l);  // "ref", "avx2", "avx512"
+
+struct KernelTable {
+  KernelLevel level = KernelLevel::kRef;
+
+  // y[M, N] = x[M, K] · W[N, K]ᵀ, W bf16. ldx / ldw / ldy are row strides in elements.
+  // REQUIRES: y does not alias x or W. Every y element in [M, N] is written.
+  void (*gemm_bf16)(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y,
+                    int64_t ldy, int64_t m, int64_t n, int64_t k);
+  // Same with an fp32 W (f32 checkpoints; attention scores against cached keys).
+  void (*gemm_f32)(const float* x, int64_t ldx, const float* w, int64_t ldw, float* y, int64_t ldy,
+                   int64_t m, int64_t n, int64_t k);
+  // y[n] = w[n] ⊙ x[n] / sqrt(mean(x²) + eps), computed in fp32. y may alias x.
+  void (*rms_norm)(const float* x, const float* w, float eps, int64_t n, float* y);
+  // In place: x[n] = softmax(x); -inf entries become 0. REQUIRES: at least one finite entry.
+  void (*softmax)(float* x, int64_t n);
+  // Rotates x[d] (d even) by precomputed cos[d/2], sin[d/2]: interleaved pairs
+  // (x[2j], x[2j+1]) when `interleave`, else NeoX pairs (x[j], x[j + d/2]).
+  void (*rope)(float* x, int64_t d, const float* cos, const float* sin, bool interleave);
+  // out[k] = indices of the k largest scores[n], descending; ties → lower index first.
+  // REQUIRES: k <= n.
+  void (*topk)(const float* scores, int64_t n, int64_t k, int32_t* out);
+  // out[n] = SiLU(gate[n]) ⊙ up[n]. out may alias gate.
+  void (*swiglu)(const float* gate, const float* up, int64_t n, float* out);
+};
+
+// The table for one level; nullptr when that level is not compiled in or the CPU lacks it.
+const KernelTable* GetKernelTable(KernelLevel level);
+// The best level this CPU supports (decided once; `MX_KERNELS=ref` in the environment caps it).
+const KernelTable& SelectKernels();
+
+// Threaded GEMM wrappers: split N over the pool (each worker gets a contiguous block of W rows).
+// Poison y with NaN first, so a kernel that skips an element is caught by the finite checks.
+void GemmBf16(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m, int64_t k,
+              const uint16_t* w, int64_t n, float* y);
+void GemmF32(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m, int64_t k,
+             const float* w, int64_t n, float* y);
+
+}  // namespace mx

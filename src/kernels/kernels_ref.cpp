@@ -1,0 +1,88 @@
+// Scalar reference kernels. Clarity first: these define the expected results.
+#include "kernels/kernels_ref.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "base/numerics.h"
+
+namespace mx::ref {
+
+void GemmBf16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
+              int64_t m, int64_t n, int64_t k) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xi = x + i * ldx;
+    for (int64_t j = 0; j < n; ++j) {
+      const uint16_t* wj = w + j * ldw;
+      float acc = 0.0f;
+      for (int64_t t = 0; t < k; ++t) acc += xi[t] * Bf16ToF32(wj[t]);
+      y[i * ldy + j] = acc;
+    }
+  }
+}
+
+void GemmF32(const float* x, int64_t ldx, const float* w, int64_t ldw, float* y, int64_t ldy,
+             int64_t m, int64_t n, int64_t k) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xi = x + i * ldx;
+    for (int64_t j = 0; j < n; ++j) {
+      const float* wj = w + j * ldw;
+      float acc = 0.0f;
+      for (int64_t t = 0; t < k; ++t) acc += xi[t] * wj[t];
+      y[i * ldy + j] = acc;
+    }
+  }
+}
+
+void RmsNorm(const float* x, const float* w, float eps, int64_t n, float* y) {
+  float ss = 0.0f;
+  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  const float inv = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+  for (int64_t i = 0; i < n; ++i) y[i] = w[i] * (x[i] * inv);
+}
+
+void Softmax(float* x, int64_t n) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);  // exp(-inf) = 0
+    sum += x[i];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void Rope(float* x, int64_t d, const float* cos, const float* sin, bool interleave) {
+  const int64_t half = d / 2;
+  for (int64_t j = 0; j < half; ++j) {
+    float* a = interleave ? &x[2 * j] : &x[j];
+    float* b = interleave ? &x[2 * j + 1] : &x[j + half];
+    const float x0 = *a, x1 = *b;
+    *a = x0 * cos[j] - x1 * sin[j];
+    *b = x0 * sin[j] + x1 * cos[j];
+  }
+}
+
+void TopK(const float* scores, int64_t n, int64_t k, int32_t* out) {
+  std::vector<int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  // Descending score; ties (and equal -inf) keep the lower index first.
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+    if (scores[a] != scores[b]) return scores[a] > scores[b];
+    return a < b;
+  });
+  std::copy(order.begin(), order.begin() + k, out);
+}
+
+void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+}  // namespace mx::ref

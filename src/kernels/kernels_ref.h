@@ -1,0 +1,19 @@
+// The scalar reference kernels (level `ref`): the slow twins of every vectorized kernel.
+// Plain loops with fp32 accumulation; see kernels.h for the contracts.
+#pragma once
+
+#include <cstdint>
+
+namespace mx::ref {
+
+void GemmBf16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
+              int64_t m, int64_t n, int64_t k);
+void GemmF32(const float* x, int64_t ldx, const float* w, int64_t ldw, float* y, int64_t ldy,
+             int64_t m, int64_t n, int64_t k);
+void RmsNorm(const float* x, const float* w, float eps, int64_t n, float* y);
+void Softmax(float* x, int64_t n);
+void Rope(float* x, int64_t d, const float* cos, const float* sin, bool interleave);
+void TopK(const float* scores, int64_t n, int64_t k, int32_t* out);
+void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
+
+}  // namespace mx::ref
