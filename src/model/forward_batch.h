@@ -1,0 +1,68 @@
+// The input and output of one forward call: several sequences, each with its new tokens and
+// the position of the first one (= tokens already in the KvStore). Prefill (many tokens),
+// decode (one token) and verify (a few) are the same call.
+//
+// Rows: the new tokens of all sequences flattened in batch order; sequence s owns rows
+// [row_begin[s], row_begin[s+1]). Legend: T rows, D hidden_size, V vocab_size, K index_topk,
+// k num_experts_per_tok, L num_hidden_layers.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace mx {
+
+struct SequenceInput {
+  int64_t seq = 0;              // KvStore sequence id
+  int64_t start_pos = 0;        // position of tokens[0]
+  std::vector<int32_t> tokens;  // new tokens
+  // Empty, or one id per token: x_{t+1} for MTP row t (the MTP layer then runs on
+  // (final_hidden[t], mtp_next[t]) at position t and writes its own KV rows).
+  std::vector<int32_t> mtp_next;
+};
+
+struct ForwardBatch {
+  std::vector<SequenceInput> seqs;
+  int64_t num_rows() const;
+};
+
+enum class LogitsMode { kNone, kLast, kAll };  // kLast: the last row of every sequence
+// How MLA attends (glm-moe-dsa.md §3.4 / §3.5). kAuto: expanded for a sequence with several
+// new tokens (prefill), absorbed for a single new token (decode).
+enum class MlaForm { kAuto, kExpanded, kAbsorbed };
+
+struct ForwardOptions {
+  LogitsMode logits = LogitsMode::kLast;
+  MlaForm mla_form = MlaForm::kAuto;
+  bool dense_attention = false;     // ignore the indexer selection (plain causal attention)
+  bool want_hidden_states = false;  // per-layer residual stream
+  bool want_topk = false;           // indexer top-k sets per layer
+  bool want_router = false;         // MoE expert choices per layer
+};
+
+// Routed experts of each row (ascending) and their gate weights (after norm_topk_prob and
+// routed_scaling_factor), [rows, k] each.
+struct RouterChoice {
+  std::vector<int32_t> experts;
+  std::vector<float> weights;
+};
+
+struct ForwardOutput {
+  std::vector<int64_t> row_begin;   // [n_seqs + 1]
+  std::vector<int64_t> logit_rows;  // rows that `logits` holds, in order
+  std::vector<float> logits;        // [logit_rows.size(), V]
+  std::vector<float> final_hidden;  // [T, D] post-final-norm (the lm_head / MTP input)
+  std::vector<std::vector<float>> hidden_states;  // [L+1][T, D]: 0 = embedding, l+1 = after l
+  std::vector<std::vector<int32_t>> topk;         // [L][T, K] ascending, -1 padded (shared: reused)
+  std::map<int64_t, RouterChoice> router;         // MoE layer -> choices
+
+  // MTP: rows of the sequences that gave mtp_next, in row order.
+  std::vector<int64_t> mtp_rows;
+  std::vector<float> mtp_logits;  // [mtp_rows.size(), V]
+  std::vector<float> mtp_hidden;  // [mtp_rows.size(), D] after shared_head.norm
+  std::vector<int32_t> mtp_topk;  // [mtp_rows.size(), K] (want_topk)
+  RouterChoice mtp_router;        // (want_router)
+};
+
+}  // namespace mx

@@ -1,0 +1,65 @@
+// Where the forward pass keeps each sequence's attention state, per layer and position:
+//   MLA row     [kv_lora_rank latent c (post kv_a_layernorm) | qk_rope_head_dim k_pe (post RoPE)]
+//   indexer key [index_head_dim] (post LayerNorm + RoPE), on full-indexer layers only
+// Layers are 0..num_hidden_layers; the last one is the MTP layer (its own rows, same positions).
+// Prefill and decode share one forward: both write rows at their positions and read rows
+// 0..p. KvStore is the interface; ContiguousKvStore is the simple one-buffer-per-sequence
+// implementation (a paged store can implement the same interface later).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "io/model_config.h"
+
+namespace mx {
+
+class KvStore {
+ public:
+  virtual ~KvStore() = default;
+
+  // Makes positions [0, n_positions) of `seq` addressable on every layer.
+  // Errors: ResourceExhausted when the store cannot hold that many; NotFound for an unknown seq.
+  virtual Status Reserve(int64_t seq, int64_t n_positions) = 0;
+  // REQUIRES: Reserve(seq, > pos) succeeded. A row pointer is valid until the next Reserve or
+  // removal of that sequence; rows of different positions need not be adjacent.
+  virtual float* MlaRow(int64_t seq, int64_t layer, int64_t pos) = 0;
+  // REQUIRES: additionally, `layer` is a full-indexer layer.
+  virtual float* IndexerKeyRow(int64_t seq, int64_t layer, int64_t pos) = 0;
+};
+
+// Thread-safety: none (one forward at a time; rows of distinct sequences may be written in
+// parallel once reserved).
+class ContiguousKvStore final : public KvStore {
+ public:
+  // Every sequence may hold up to `max_positions` tokens.
+  ContiguousKvStore(const ModelConfig& config, int64_t max_positions);
+
+  int64_t AddSequence();  // returns the new sequence id
+  void RemoveSequence(int64_t seq);
+
+  Status Reserve(int64_t seq, int64_t n_positions) override;
+  float* MlaRow(int64_t seq, int64_t layer, int64_t pos) override;
+  float* IndexerKeyRow(int64_t seq, int64_t layer, int64_t pos) override;
+
+ private:
+  struct Sequence {
+    int64_t reserved = 0;
+    std::vector<std::vector<float>> mla;      // [layers][reserved · mla_width]
+    std::vector<std::vector<float>> indexer;  // [layers][reserved · index_head_dim], full only
+  };
+  Sequence& Get(int64_t seq);
+
+  int64_t n_layers_;  // num_hidden_layers + MTP
+  int64_t mla_width_;
+  int64_t index_width_;
+  int64_t max_positions_;
+  std::vector<bool> full_;  // [n_layers_]
+  int64_t next_id_ = 0;
+  std::unordered_map<int64_t, std::unique_ptr<Sequence>> seqs_;
+};
+
+}  // namespace mx

@@ -1,0 +1,44 @@
+// What every layer of one forward call shares: the config, kernels, thread pool, KV store,
+// options and the query rows (their sequences, positions and RoPE angles). Built once per
+// forward by the Model; layers read it and write only their outputs and the KV store.
+// Legend: T rows, Dr qk_rope_head_dim.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "io/model_config.h"
+#include "kernels/kernels.h"
+#include "model/forward_batch.h"
+#include "model/kv_store.h"
+
+namespace mx {
+
+// Rows [begin, end) belong to one sequence, positions ascending and contiguous.
+struct RowGroup {
+  int64_t seq;
+  int64_t begin, end;
+};
+
+struct LayerContext {
+  const ModelConfig& c;
+  const KernelTable& kt;
+  ThreadPool& pool;
+  KvStore& kv;
+  const ForwardOptions& opts;
+  std::vector<int64_t> pos;  // [T]
+  std::vector<RowGroup> groups;
+  std::vector<float> rope_cos;  // [T, Dr/2]
+  std::vector<float> rope_sin;  // [T, Dr/2]
+
+  int64_t rows() const { return static_cast<int64_t>(pos.size()); }
+  const float* cos(int64_t r) const { return rope_cos.data() + r * (c.qk_rope_head_dim / 2); }
+  const float* sin(int64_t r) const { return rope_sin.data() + r * (c.qk_rope_head_dim / 2); }
+};
+
+// Fills pos/rope tables for groups: inv_freq_j = θ^(−2j/Dr), φ = p·inv_freq_j in float64, then
+// cos/sin rounded to fp32 (as the reference does).
+void FillRopeTables(LayerContext& ctx);
+
+}  // namespace mx

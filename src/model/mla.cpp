@@ -1,0 +1,169 @@
+// MLA attention, expanded and absorbed forms (see mla.h).
+#include "model/mla.h"
+
+#include <vector>
+
+#include "base/check.h"
+
+namespace mx {
+
+namespace {
+
+float Dot(const float* a, const float* b, int64_t n) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// The key positions row r attends to: its top-k set, or every t <= pos.
+std::vector<int64_t> Selection(const LayerContext& ctx, const int32_t* topk, int64_t r) {
+  std::vector<int64_t> sel;
+  const int64_t p = ctx.pos[r];
+  if (topk == nullptr || ctx.opts.dense_attention) {
+    for (int64_t t = 0; t <= p; ++t) sel.push_back(t);
+    return sel;
+  }
+  const int32_t* row = topk + r * ctx.c.index_topk;
+  for (int64_t i = 0; i < ctx.c.index_topk; ++i) {
+    if (row[i] < 0) continue;
+    MX_CHECK_LE(row[i], p);
+    sel.push_back(row[i]);
+  }
+  return sel;
+}
+
+bool UseAbsorbed(const LayerContext& ctx, const RowGroup& g) {
+  switch (ctx.opts.mla_form) {
+    case MlaForm::kExpanded:
+      return false;
+    case MlaForm::kAbsorbed:
+      return true;
+    case MlaForm::kAuto:
+      break;
+  }
+  return g.end - g.begin == 1;
+}
+
+// Expanded form (§3.4) for the rows of one sequence; writes o [rows, H·Dv].
+void AttendExpanded(const LayerContext& ctx, const AttentionWeights& w, int64_t layer,
+                    const RowGroup& g, const float* q, const int32_t* topk, float* o) {
+  const ModelConfig& c = ctx.c;
+  const int64_t H = c.num_attention_heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim,
+                Dv = c.v_head_dim, Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv;
+  const int64_t S = ctx.pos[g.end - 1] + 1;  // cached keys needed by this group
+  std::vector<float> lat(S * Rkv);           // [S, Rkv]
+  std::vector<const float*> kpe(S);          // [S] → [Dr]
+  for (int64_t t = 0; t < S; ++t) {
+    const float* row = ctx.kv.MlaRow(g.seq, layer, t);
+    std::copy(row, row + Rkv, lat.data() + t * Rkv);
+    kpe[t] = row + Rkv;
+  }
+  std::vector<float> kvb(S * H * Dkv);  // [S, H, Dn+Dv]: k_nope | v per head
+  Linear(ctx.kt, ctx.pool, lat.data(), S, w.kv_b_proj, kvb.data());
+  const float scale = static_cast<float>(c.softmax_scale());
+  std::vector<float> s;
+  for (int64_t r = g.begin; r < g.end; ++r) {
+    const std::vector<int64_t> sel = Selection(ctx, topk, r);
+    s.resize(sel.size());
+    for (int64_t h = 0; h < H; ++h) {
+      const float* qh = q + (r * H + h) * Dq;  // [Dn | Dr]
+      for (size_t i = 0; i < sel.size(); ++i) {
+        const float* kn = kvb.data() + (sel[i] * H + h) * Dkv;
+        s[i] = (Dot(qh, kn, Dn) + Dot(qh + Dn, kpe[sel[i]], Dr)) * scale;
+      }
+      ctx.kt.softmax(s.data(), static_cast<int64_t>(s.size()));
+      float* oh = o + ((r - g.begin) * H + h) * Dv;
+      std::fill(oh, oh + Dv, 0.0f);
+      for (size_t i = 0; i < sel.size(); ++i) {
+        const float* v = kvb.data() + (sel[i] * H + h) * Dkv + Dn;
+        for (int64_t d = 0; d < Dv; ++d) oh[d] += s[i] * v[d];
+      }
+    }
+  }
+}
+
+// Absorbed form (§3.5) for the rows of one sequence; writes o [rows, H·Dv].
+// note: W_UK[h]ᵀ·q_nope is a transposed product the kernel table has no entry for yet; it is a
+// plain loop here (a decode-speed kernel will want W_UK pre-transposed).
+void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t layer,
+                    const RowGroup& g, const float* q, const int32_t* topk, float* o) {
+  const ModelConfig& c = ctx.c;
+  const int64_t H = c.num_attention_heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim,
+                Dv = c.v_head_dim, Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv;
+  const float scale = static_cast<float>(c.softmax_scale());
+  std::vector<float> q_lat(Rkv), o_lat(Rkv), s;
+  for (int64_t r = g.begin; r < g.end; ++r) {
+    const std::vector<int64_t> sel = Selection(ctx, topk, r);
+    std::vector<const float*> rows(sel.size());
+    for (size_t i = 0; i < sel.size(); ++i) rows[i] = ctx.kv.MlaRow(g.seq, layer, sel[i]);
+    s.resize(sel.size());
+    for (int64_t h = 0; h < H; ++h) {
+      const float* qh = q + (r * H + h) * Dq;
+      // q_lat[j] = Σ_d q_nope[d] · W_UK[h][d, j]
+      std::fill(q_lat.begin(), q_lat.end(), 0.0f);
+      for (int64_t d = 0; d < Dn; ++d) {
+        for (int64_t j = 0; j < Rkv; ++j) q_lat[j] += qh[d] * w.kv_b_proj.at(h * Dkv + d, j);
+      }
+      for (size_t i = 0; i < sel.size(); ++i) {
+        s[i] = (Dot(q_lat.data(), rows[i], Rkv) + Dot(qh + Dn, rows[i] + Rkv, Dr)) * scale;
+      }
+      ctx.kt.softmax(s.data(), static_cast<int64_t>(s.size()));
+      std::fill(o_lat.begin(), o_lat.end(), 0.0f);
+      for (size_t i = 0; i < sel.size(); ++i) {
+        for (int64_t j = 0; j < Rkv; ++j) o_lat[j] += s[i] * rows[i][j];
+      }
+      // o[h] = W_UV[h] · o_lat
+      float* oh = o + ((r - g.begin) * H + h) * Dv;
+      Linear(ctx.kt, ctx.pool, o_lat.data(), 1, w.kv_b_proj.Rows(h * Dkv + Dn, Dv), oh);
+    }
+  }
+}
+
+}  // namespace
+
+void MlaProject(const LayerContext& ctx, const AttentionWeights& w, int64_t layer, const float* a,
+                float* cq, float* q) {
+  const ModelConfig& c = ctx.c;
+  const int64_t T = ctx.rows(), H = c.num_attention_heads, Dn = c.qk_nope_head_dim,
+                Dr = c.qk_rope_head_dim, Rq = c.q_lora_rank, Rkv = c.kv_lora_rank, Dq = Dn + Dr;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  Linear(ctx.kt, ctx.pool, a, T, w.q_a_proj, cq);  // [T, Rq]
+  for (int64_t r = 0; r < T; ++r) {
+    ctx.kt.rms_norm(cq + r * Rq, w.q_a_layernorm.data(), eps, Rq, cq + r * Rq);
+  }
+  Linear(ctx.kt, ctx.pool, cq, T, w.q_b_proj, q);  // [T, H, Dn+Dr]
+  for (int64_t r = 0; r < T; ++r) {
+    for (int64_t h = 0; h < H; ++h) {  // note: the rope slice is the LAST Dr of each head
+      ctx.kt.rope(q + (r * H + h) * Dq + Dn, Dr, ctx.cos(r), ctx.sin(r), c.rope_interleave);
+    }
+  }
+  std::vector<float> kv(T * (Rkv + Dr));  // [T, Rkv+Dr]
+  Linear(ctx.kt, ctx.pool, a, T, w.kv_a_proj_with_mqa, kv.data());
+  for (const RowGroup& g : ctx.groups) {
+    for (int64_t r = g.begin; r < g.end; ++r) {
+      float* row = ctx.kv.MlaRow(g.seq, layer, ctx.pos[r]);
+      const float* src = kv.data() + r * (Rkv + Dr);
+      ctx.kt.rms_norm(src, w.kv_a_layernorm.data(), eps, Rkv, row);
+      std::copy(src + Rkv, src + Rkv + Dr, row + Rkv);
+      ctx.kt.rope(row + Rkv, Dr, ctx.cos(r), ctx.sin(r), c.rope_interleave);
+    }
+  }
+}
+
+void MlaAttend(const LayerContext& ctx, const AttentionWeights& w, int64_t layer, const float* q,
+               const int32_t* topk, float* out) {
+  const ModelConfig& c = ctx.c;
+  const int64_t T = ctx.rows(), H = c.num_attention_heads, Dv = c.v_head_dim;
+  std::vector<float> o(T * H * Dv, std::numeric_limits<float>::quiet_NaN());  // [T, H·Dv]
+  for (const RowGroup& g : ctx.groups) {
+    float* og = o.data() + g.begin * H * Dv;
+    if (UseAbsorbed(ctx, g)) {
+      AttendAbsorbed(ctx, w, layer, g, q, topk, og);
+    } else {
+      AttendExpanded(ctx, w, layer, g, q, topk, og);
+    }
+  }
+  Linear(ctx.kt, ctx.pool, o.data(), T, w.o_proj, out);  // [T, D]
+}
+
+}  // namespace mx

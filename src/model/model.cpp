@@ -1,0 +1,198 @@
+// Model loading and the forward pass orchestration (see model.h).
+#include "model/model.h"
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <vector>
+
+#include "base/check.h"
+#include "model/indexer.h"
+#include "model/layer_context.h"
+#include "model/mla.h"
+#include "model/moe.h"
+
+namespace mx {
+
+Result<std::unique_ptr<Model>> Model::Load(const std::string& dir) {
+  MX_ASSIGN_OR_RETURN(ModelConfig config,
+                      LoadModelConfig((std::filesystem::path(dir) / "config.json").string()));
+  MX_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(dir));
+  std::unique_ptr<Model> m(new Model(std::move(config), std::move(ckpt)));
+  auto w = LoadModelWeights(m->config_, m->ckpt_);
+  if (!w.ok()) return w.status().WithContext(dir);
+  m->weights_ = std::move(w).value();
+  return m;
+}
+
+namespace {
+
+Status CheckFinite(const float* x, int64_t n, int64_t D, const std::string& what) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(x[i])) {
+      return Internal("non-finite value {} in {} (row {}, column {})", x[i], what, i / D, i % D);
+    }
+  }
+  return Status::Ok();
+}
+
+// One decoder layer (§3.1) over every row of ctx: h [T, D] updated in place. `topk` [T, K] is
+// written on full-indexer layers and read (IndexShare) on shared ones.
+Status DecoderLayer(const LayerContext& ctx, const LayerWeights& lw, int64_t layer, float* h,
+                    std::vector<int32_t>& topk, bool& have_topk, RouterChoice* trace) {
+  const ModelConfig& c = ctx.c;
+  const int64_t T = ctx.rows(), D = c.hidden_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  std::vector<float> a(T * D);  // [T, D]
+  for (int64_t r = 0; r < T; ++r) {
+    ctx.kt.rms_norm(h + r * D, lw.input_layernorm.data(), eps, D, a.data() + r * D);
+  }
+  std::vector<float> cq(T * c.q_lora_rank);                           // [T, Rq]
+  std::vector<float> q(T * c.num_attention_heads * c.qk_head_dim());  // [T, H·(Dn+Dr)]
+  MlaProject(ctx, lw.attn, layer, a.data(), cq.data(), q.data());
+  if (lw.has_indexer) {
+    topk.assign(T * c.index_topk, -1);
+    IndexerTopK(ctx, lw.indexer, layer, a.data(), cq.data(), topk.data());
+    have_topk = true;
+  }
+  MX_CHECK_MSG(have_topk || !c.has_indexer, "shared indexer layer without a preceding full one");
+  std::vector<float> out(T * D);  // [T, D]
+  MlaAttend(ctx, lw.attn, layer, q.data(), c.has_indexer ? topk.data() : nullptr, out.data());
+  for (int64_t i = 0; i < T * D; ++i) h[i] += out[i];
+  std::vector<float> m(T * D);  // [T, D]
+  for (int64_t r = 0; r < T; ++r) {
+    ctx.kt.rms_norm(h + r * D, lw.post_attention_layernorm.data(), eps, D, m.data() + r * D);
+  }
+  if (lw.is_moe) {
+    MoeBlock(ctx, lw.moe, m.data(), out.data(), trace);
+  } else {
+    SwiGluMlp(ctx.kt, ctx.pool, lw.mlp, m.data(), T, out.data());
+  }
+  for (int64_t i = 0; i < T * D; ++i) h[i] += out[i];
+  return CheckFinite(h, T * D, D, fmt::format("the hidden state after layer {}", layer));
+}
+
+}  // namespace
+
+Result<ForwardOutput> Model::Forward(const ForwardBatch& batch, const ForwardOptions& opts,
+                                     KvStore& kv, const KernelTable& kt, ThreadPool& pool) const {
+  const ModelConfig& c = config_;
+  const int64_t D = c.hidden_size, V = c.vocab_size, L = c.num_hidden_layers;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  ForwardOutput out;
+  LayerContext ctx{c, kt, pool, kv, opts, {}, {}, {}, {}};
+  std::set<int64_t> seen;
+  bool any_mtp = false;
+  out.row_begin.push_back(0);
+  for (const SequenceInput& s : batch.seqs) {
+    const int64_t n = static_cast<int64_t>(s.tokens.size());
+    if (n == 0) return InvalidArgument("sequence {} has no new tokens", s.seq);
+    if (!seen.insert(s.seq).second) return InvalidArgument("sequence {} appears twice", s.seq);
+    if (s.start_pos < 0) return InvalidArgument("sequence {}: negative start_pos", s.seq);
+    for (int32_t t : s.tokens) {
+      if (t < 0 || t >= V) return InvalidArgument("token id {} is outside [0, {})", t, V);
+    }
+    if (!s.mtp_next.empty()) {
+      if (!weights_.has_mtp) return InvalidArgument("MTP requested but the model has no MTP layer");
+      if (s.mtp_next.size() != s.tokens.size()) {
+        return InvalidArgument("sequence {}: {} mtp_next ids for {} tokens", s.seq,
+                               s.mtp_next.size(), n);
+      }
+      for (int32_t t : s.mtp_next) {
+        if (t < 0 || t >= V) return InvalidArgument("mtp_next id {} is outside [0, {})", t, V);
+      }
+      any_mtp = true;
+    }
+    MX_RETURN_IF_ERROR(kv.Reserve(s.seq, s.start_pos + n));
+    const int64_t begin = ctx.rows();
+    for (int64_t i = 0; i < n; ++i) ctx.pos.push_back(s.start_pos + i);
+    ctx.groups.push_back({s.seq, begin, ctx.rows()});
+    out.row_begin.push_back(ctx.rows());
+  }
+  const int64_t T = ctx.rows();
+  FillRopeTables(ctx);
+
+  std::vector<float> h(T * D);  // [T, D] residual stream
+  {
+    int64_t r = 0;
+    for (const SequenceInput& s : batch.seqs) {
+      for (int32_t t : s.tokens) weights_.Embed(t, h.data() + (r++) * D);
+    }
+  }
+  if (opts.want_hidden_states) out.hidden_states.push_back(h);
+  std::vector<int32_t> topk;  // [T, K]
+  bool have_topk = false;
+  for (int64_t l = 0; l < L; ++l) {
+    RouterChoice* trace = nullptr;
+    if (opts.want_router && weights_.layers[l].is_moe) trace = &out.router[l];
+    MX_RETURN_IF_ERROR(DecoderLayer(ctx, weights_.layers[l], l, h.data(), topk, have_topk, trace));
+    if (opts.want_hidden_states) out.hidden_states.push_back(h);
+    if (opts.want_topk) out.topk.push_back(c.has_indexer ? topk : std::vector<int32_t>());
+  }
+
+  out.final_hidden.resize(T * D);  // [T, D]
+  for (int64_t r = 0; r < T; ++r) {
+    kt.rms_norm(h.data() + r * D, weights_.norm.data(), eps, D, out.final_hidden.data() + r * D);
+  }
+  if (opts.logits == LogitsMode::kAll) {
+    for (int64_t r = 0; r < T; ++r) out.logit_rows.push_back(r);
+  } else if (opts.logits == LogitsMode::kLast) {
+    for (size_t s = 0; s + 1 < out.row_begin.size(); ++s)
+      out.logit_rows.push_back(out.row_begin[s + 1] - 1);
+  }
+  if (!out.logit_rows.empty()) {
+    const int64_t n = static_cast<int64_t>(out.logit_rows.size());
+    std::vector<float> y(n * D);  // [n, D]
+    for (int64_t i = 0; i < n; ++i) {
+      std::copy_n(out.final_hidden.data() + out.logit_rows[i] * D, D, y.data() + i * D);
+    }
+    out.logits.resize(n * V);
+    Linear(kt, pool, y.data(), n, weights_.lm_head, out.logits.data());
+    MX_RETURN_IF_ERROR(CheckFinite(out.logits.data(), n * V, V, "the logits"));
+  }
+  if (!any_mtp) return out;
+
+  // §3.11 MTP: rows of the sequences that asked for it, at the same positions.
+  const MtpWeights& mw = weights_.mtp;
+  LayerContext mctx{c, kt, pool, kv, opts, {}, {}, {}, {}};
+  std::vector<int32_t> next;
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    const SequenceInput& in = batch.seqs[s];
+    if (in.mtp_next.empty()) continue;
+    const int64_t begin = mctx.rows();
+    for (int64_t r = out.row_begin[s]; r < out.row_begin[s + 1]; ++r) {
+      out.mtp_rows.push_back(r);
+      mctx.pos.push_back(ctx.pos[r]);
+    }
+    next.insert(next.end(), in.mtp_next.begin(), in.mtp_next.end());
+    mctx.groups.push_back({in.seq, begin, mctx.rows()});
+  }
+  FillRopeTables(mctx);
+  const int64_t R = mctx.rows();
+  std::vector<float> eh(R * 2 * D);  // [R, 2D]: enorm(embed(next)) | hnorm(final_hidden)
+  std::vector<float> tmp(D);
+  for (int64_t i = 0; i < R; ++i) {
+    weights_.Embed(next[i], tmp.data());
+    kt.rms_norm(tmp.data(), mw.enorm.data(), eps, D, eh.data() + i * 2 * D);
+    kt.rms_norm(out.final_hidden.data() + out.mtp_rows[i] * D, mw.hnorm.data(), eps, D,
+                eh.data() + i * 2 * D + D);
+  }
+  std::vector<float> u(R * D);  // [R, D]
+  Linear(kt, pool, eh.data(), R, mw.eh_proj, u.data());
+  std::vector<int32_t> mtp_topk;
+  bool mtp_have = false;
+  MX_RETURN_IF_ERROR(DecoderLayer(mctx, mw.layer, L, u.data(), mtp_topk, mtp_have,
+                                  opts.want_router ? &out.mtp_router : nullptr));
+  if (opts.want_topk) out.mtp_topk = mtp_topk;
+  out.mtp_hidden.resize(R * D);
+  for (int64_t i = 0; i < R; ++i) {
+    kt.rms_norm(u.data() + i * D, mw.shared_head_norm.data(), eps, D,
+                out.mtp_hidden.data() + i * D);
+  }
+  out.mtp_logits.resize(R * V);
+  Linear(kt, pool, out.mtp_hidden.data(), R, weights_.lm_head, out.mtp_logits.data());
+  MX_RETURN_IF_ERROR(CheckFinite(out.mtp_logits.data(), R * V, V, "the MTP logits"));
+  return out;
+}
+
+}  // namespace mx

@@ -1,0 +1,124 @@
+// Dense FFN and MoE block (see moe.h).
+#include "model/moe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+namespace mx {
+
+void SwiGluMlp(const KernelTable& kt, ThreadPool& pool, const MlpWeights& w, const float* m,
+               int64_t rows, float* out) {
+  const int64_t F = w.gate_proj.n;
+  std::vector<float> g(rows * F), u(rows * F);  // [rows, F]
+  Linear(kt, pool, m, rows, w.gate_proj, g.data());
+  Linear(kt, pool, m, rows, w.up_proj, u.data());
+  kt.swiglu(g.data(), u.data(), rows * F, g.data());
+  Linear(kt, pool, g.data(), rows, w.down_proj, out);
+}
+
+namespace {
+
+struct Route {
+  std::vector<int32_t> experts;  // [k] in selection order
+  std::vector<float> weights;    // [k]
+};
+
+// noaux_tc routing of one row from its fp32 router logits [E].
+Route RouteRow(const LayerContext& ctx, const MoeWeights& w, const float* logits) {
+  const ModelConfig& c = ctx.c;
+  const int64_t E = c.n_routed_experts, k = c.num_experts_per_tok, G = c.n_group;
+  std::vector<float> s(E), b(E);
+  for (int64_t e = 0; e < E; ++e) {
+    s[e] = 1.0f / (1.0f + std::exp(-logits[e]));
+    b[e] = s[e] + w.e_score_correction_bias[e];  // selection only
+  }
+  if (G > 1) {
+    const int64_t per = E / G;
+    std::vector<float> gscore(G);  // sum of the top-2 b in each group
+    for (int64_t gi = 0; gi < G; ++gi) {
+      int32_t top2[2];
+      ctx.kt.topk(b.data() + gi * per, per, 2, top2);
+      gscore[gi] = b[gi * per + top2[0]] + b[gi * per + top2[1]];
+    }
+    std::vector<int32_t> keep(c.topk_group);
+    ctx.kt.topk(gscore.data(), G, c.topk_group, keep.data());
+    std::vector<bool> kept(G, false);
+    for (int32_t gi : keep) kept[gi] = true;
+    for (int64_t e = 0; e < E; ++e) {
+      if (!kept[e / per]) b[e] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  Route rt;
+  rt.experts.resize(k);
+  ctx.kt.topk(b.data(), E, k, rt.experts.data());
+  rt.weights.resize(k);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k; ++i) {
+    rt.weights[i] = s[rt.experts[i]];
+    sum += rt.weights[i];
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    if (c.norm_topk_prob) rt.weights[i] /= sum + 1e-20f;
+    rt.weights[i] *= static_cast<float>(c.routed_scaling_factor);
+  }
+  return rt;
+}
+
+}  // namespace
+
+void MoeBlock(const LayerContext& ctx, const MoeWeights& w, const float* m, float* out,
+              RouterChoice* trace) {
+  const ModelConfig& c = ctx.c;
+  const int64_t T = ctx.rows(), D = c.hidden_size, E = c.n_routed_experts,
+                k = c.num_experts_per_tok;
+  std::vector<float> logits(T * E);  // [T, E] fp32 router logits
+  Linear(ctx.kt, ctx.pool, m, T, w.gate, logits.data());
+  std::vector<Route> routes(T);
+  // Tokens grouped by expert: (row, weight) pairs per expert.
+  std::vector<std::vector<std::pair<int64_t, float>>> by_expert(E);
+  for (int64_t r = 0; r < T; ++r) {
+    routes[r] = RouteRow(ctx, w, logits.data() + r * E);
+    for (int64_t i = 0; i < k; ++i)
+      by_expert[routes[r].experts[i]].push_back({r, routes[r].weights[i]});
+  }
+  std::fill(out, out + T * D, 0.0f);
+  std::vector<float> xin, y;
+  for (int64_t e = 0; e < E; ++e) {
+    const auto& rows = by_expert[e];
+    if (rows.empty()) continue;
+    const int64_t n = static_cast<int64_t>(rows.size());
+    xin.resize(n * D);
+    y.resize(n * D);
+    for (int64_t i = 0; i < n; ++i)
+      std::copy(m + rows[i].first * D, m + (rows[i].first + 1) * D, xin.data() + i * D);
+    SwiGluMlp(ctx.kt, ctx.pool, w.experts[e], xin.data(), n, y.data());
+    for (int64_t i = 0; i < n; ++i) {
+      float* o = out + rows[i].first * D;
+      for (int64_t d = 0; d < D; ++d) o[d] += y[i * D + d] * rows[i].second;
+    }
+  }
+  if (w.has_shared) {
+    y.resize(T * D);
+    SwiGluMlp(ctx.kt, ctx.pool, w.shared_experts, m, T, y.data());
+    for (int64_t i = 0; i < T * D; ++i) out[i] += y[i];
+  }
+  if (trace != nullptr) {
+    trace->experts.resize(T * k);
+    trace->weights.resize(T * k);
+    for (int64_t r = 0; r < T; ++r) {
+      std::vector<int64_t> order(k);
+      std::iota(order.begin(), order.end(), 0);
+      std::sort(order.begin(), order.end(),
+                [&](int64_t a, int64_t b) { return routes[r].experts[a] < routes[r].experts[b]; });
+      for (int64_t i = 0; i < k; ++i) {
+        trace->experts[r * k + i] = routes[r].experts[order[i]];
+        trace->weights[r * k + i] = routes[r].weights[order[i]];
+      }
+    }
+  }
+}
+
+}  // namespace mx

@@ -1,0 +1,201 @@
+// Weight loading by HF name (see weights.h).
+#include "model/weights.h"
+
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "base/numerics.h"
+#include "model/checkpoint_check.h"
+#include "model/tensor_plan.h"
+
+namespace mx {
+
+float LinearWeight::at(int64_t row, int64_t col) const {
+  return dtype == DType::kBF16 ? Bf16ToF32(bf16[row * k + col]) : f32[row * k + col];
+}
+
+LinearWeight LinearWeight::Rows(int64_t first, int64_t count) const {
+  MX_CHECK_LE(first + count, n);
+  LinearWeight v;
+  v.dtype = dtype;
+  v.n = count;
+  v.k = k;
+  if (dtype == DType::kBF16) {
+    v.bf16 = bf16 + first * k;
+  } else {
+    v.f32 = f32 + first * k;
+  }
+  return v;
+}
+
+void Linear(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
+            const LinearWeight& w, float* y) {
+  MX_CHECK(!w.empty());
+  if (w.dtype == DType::kBF16) {
+    GemmBf16(kt, pool, x, m, w.k, w.bf16, w.n, y);
+  } else {
+    GemmF32(kt, pool, x, m, w.k, w.f32, w.n, y);
+  }
+}
+
+void ModelWeights::Embed(int64_t token, float* out) const {
+  MX_CHECK(token >= 0 && token < embed_tokens.n);
+  for (int64_t i = 0; i < embed_tokens.k; ++i) out[i] = embed_tokens.at(token, i);
+}
+
+namespace {
+
+// Looks tensors up after CheckCheckpoint has validated names, shapes and dtypes.
+class Loader {
+ public:
+  explicit Loader(const Checkpoint& ckpt) : ckpt_(ckpt) {}
+
+  const TensorView& View(const std::string& name) {
+    const TensorView* v = ckpt_.Find(name);
+    MX_CHECK_MSG(v != nullptr, name);  // CheckCheckpoint guarantees presence
+    return *v;
+  }
+
+  // Any float tensor as an fp32 vector.
+  Result<std::vector<float>> Vector(const std::string& name) {
+    const TensorView& v = View(name);
+    std::vector<float> out(v.numel());
+    for (int64_t i = 0; i < v.numel(); ++i) {
+      uint16_t h;
+      switch (v.dtype) {
+        case DType::kBF16:
+          std::memcpy(&h, v.data + 2 * i, 2);
+          out[i] = Bf16ToF32(h);
+          break;
+        case DType::kF16:
+          std::memcpy(&h, v.data + 2 * i, 2);
+          out[i] = F16ToF32(h);
+          break;
+        case DType::kF32:
+          std::memcpy(&out[i], v.data + 4 * i, 4);
+          break;
+        default:
+          return Unimplemented("{}: dtype {} is not supported for a vector (want BF16/F16/F32)",
+                               name, DTypeName(v.dtype));
+      }
+    }
+    return out;
+  }
+
+  Result<LinearWeight> Matrix(const std::string& name) {
+    const TensorView& v = View(name);
+    if (v.shape.size() != 2) return InvalidArgument("{}: expected a 2-d weight", name);
+    LinearWeight w;
+    w.n = v.shape[0];
+    w.k = v.shape[1];
+    if (v.dtype == DType::kBF16) {
+      w.dtype = DType::kBF16;
+      if (reinterpret_cast<uintptr_t>(v.data) % alignof(uint16_t) == 0) {
+        w.bf16 = reinterpret_cast<const uint16_t*>(v.data);
+      } else {
+        w.owned_bf16.resize(v.numel());
+        std::memcpy(w.owned_bf16.data(), v.data, v.nbytes);
+        w.bf16 = w.owned_bf16.data();
+      }
+      return w;
+    }
+    if (v.dtype == DType::kF32 || v.dtype == DType::kF16) {
+      MX_ASSIGN_OR_RETURN(w.owned_f32, Vector(name));
+      w.dtype = DType::kF32;
+      w.f32 = w.owned_f32.data();
+      return w;
+    }
+    return Unimplemented("{}: dtype {} weights are not supported by the CPU forward yet", name,
+                         DTypeName(v.dtype));
+  }
+
+  Result<MlpWeights> Mlp(const std::string& p) {
+    MlpWeights m;
+    MX_ASSIGN_OR_RETURN(m.gate_proj, Matrix(p + "gate_proj.weight"));
+    MX_ASSIGN_OR_RETURN(m.up_proj, Matrix(p + "up_proj.weight"));
+    MX_ASSIGN_OR_RETURN(m.down_proj, Matrix(p + "down_proj.weight"));
+    return m;
+  }
+
+  Result<LayerWeights> Layer(const ModelConfig& c, int64_t i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    LayerWeights l;
+    MX_ASSIGN_OR_RETURN(l.input_layernorm, Vector(p + "input_layernorm.weight"));
+    MX_ASSIGN_OR_RETURN(l.post_attention_layernorm, Vector(p + "post_attention_layernorm.weight"));
+    const std::string a = p + "self_attn.";
+    AttentionWeights& at = l.attn;
+    MX_ASSIGN_OR_RETURN(at.q_a_proj, Matrix(a + "q_a_proj.weight"));
+    MX_ASSIGN_OR_RETURN(at.q_a_layernorm, Vector(a + "q_a_layernorm.weight"));
+    MX_ASSIGN_OR_RETURN(at.q_b_proj, Matrix(a + "q_b_proj.weight"));
+    MX_ASSIGN_OR_RETURN(at.kv_a_proj_with_mqa, Matrix(a + "kv_a_proj_with_mqa.weight"));
+    MX_ASSIGN_OR_RETURN(at.kv_a_layernorm, Vector(a + "kv_a_layernorm.weight"));
+    MX_ASSIGN_OR_RETURN(at.kv_b_proj, Matrix(a + "kv_b_proj.weight"));
+    MX_ASSIGN_OR_RETURN(at.o_proj, Matrix(a + "o_proj.weight"));
+    l.has_indexer = c.is_full_indexer_layer(i);
+    if (l.has_indexer) {
+      const std::string x = a + "indexer.";
+      IndexerWeights& ix = l.indexer;
+      MX_ASSIGN_OR_RETURN(ix.wq_b, Matrix(x + "wq_b.weight"));
+      MX_ASSIGN_OR_RETURN(ix.wk, Matrix(x + "wk.weight"));
+      MX_ASSIGN_OR_RETURN(ix.k_norm_weight, Vector(x + "k_norm.weight"));
+      MX_ASSIGN_OR_RETURN(ix.k_norm_bias, Vector(x + "k_norm.bias"));
+      MX_ASSIGN_OR_RETURN(ix.weights_proj, Matrix(x + "weights_proj.weight"));
+    }
+    l.is_moe = c.is_moe_layer(i);
+    const std::string m = p + "mlp.";
+    if (!l.is_moe) {
+      MX_ASSIGN_OR_RETURN(l.mlp, Mlp(m));
+      return l;
+    }
+    MX_ASSIGN_OR_RETURN(l.moe.gate, Matrix(m + "gate.weight"));
+    MX_ASSIGN_OR_RETURN(l.moe.e_score_correction_bias, Vector(m + "gate.e_score_correction_bias"));
+    l.moe.experts.reserve(c.n_routed_experts);
+    for (int64_t e = 0; e < c.n_routed_experts; ++e) {
+      MX_ASSIGN_OR_RETURN(MlpWeights ew, Mlp(fmt::format("{}experts.{}.", m, e)));
+      l.moe.experts.push_back(std::move(ew));
+    }
+    l.moe.has_shared = c.n_shared_experts > 0;
+    if (l.moe.has_shared) {
+      MX_ASSIGN_OR_RETURN(l.moe.shared_experts, Mlp(m + "shared_experts."));
+    }
+    return l;
+  }
+
+ private:
+  const Checkpoint& ckpt_;
+};
+
+}  // namespace
+
+Result<ModelWeights> LoadModelWeights(const ModelConfig& config, const Checkpoint& ckpt) {
+  const std::vector<TensorSpec> specs = ExpectedTensors(config);
+  const CheckpointReport report = CheckCheckpoint(config, specs, ckpt);
+  if (!report.ok()) {
+    return InvalidArgument("checkpoint does not match its config: {}", report.ProblemSummary());
+  }
+  Loader ld(ckpt);
+  ModelWeights w;
+  MX_ASSIGN_OR_RETURN(w.embed_tokens, ld.Matrix("model.embed_tokens.weight"));
+  MX_ASSIGN_OR_RETURN(w.norm, ld.Vector("model.norm.weight"));
+  MX_ASSIGN_OR_RETURN(w.lm_head, ld.Matrix("lm_head.weight"));
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    MX_ASSIGN_OR_RETURN(LayerWeights l, ld.Layer(config, i));
+    w.layers.push_back(std::move(l));
+  }
+  w.has_mtp = config.num_nextn_predict_layers > 0;
+  if (w.has_mtp) {
+    const int64_t L = config.mtp_layer_index();
+    const std::string p = fmt::format("model.layers.{}.", L);
+    MX_ASSIGN_OR_RETURN(w.mtp.enorm, ld.Vector(p + "enorm.weight"));
+    MX_ASSIGN_OR_RETURN(w.mtp.hnorm, ld.Vector(p + "hnorm.weight"));
+    MX_ASSIGN_OR_RETURN(w.mtp.eh_proj, ld.Matrix(p + "eh_proj.weight"));
+    MX_ASSIGN_OR_RETURN(w.mtp.shared_head_norm, ld.Vector(p + "shared_head.norm.weight"));
+    MX_ASSIGN_OR_RETURN(w.mtp.layer, ld.Layer(config, L));
+  }
+  return w;
+}
+
+}  // namespace mx

@@ -1,0 +1,112 @@
+// The model's weights, looked up by HF name in a Checkpoint and validated first with
+// CheckCheckpoint (every problem in one Status). bf16 matrices stay memory-mapped (zero copy);
+// f32 / f16 matrices and every norm vector are held as fp32; the MoE correction bias is read as
+// f32 (its values ≈ 34 need fp32, see glm-moe-dsa.md §3.8).
+//
+// Shape legend (HF names): D hidden_size, V vocab_size, H num_attention_heads,
+// Dn qk_nope_head_dim, Dr qk_rope_head_dim, Dv v_head_dim, Rq q_lora_rank, Rkv kv_lora_rank,
+// Hi index_n_heads, Di index_head_dim, E n_routed_experts, F moe_intermediate_size,
+// Fd intermediate_size.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "io/checkpoint.h"
+#include "io/model_config.h"
+#include "kernels/kernels.h"
+
+namespace mx {
+
+// A linear weight W[n, k] (HF [out, in]); either bf16 (usually a view into the mapped file) or
+// fp32 (owned). Copyable views share the storage of the weight they came from.
+struct LinearWeight {
+  DType dtype = DType::kBF16;  // kBF16 or kF32
+  const uint16_t* bf16 = nullptr;
+  const float* f32 = nullptr;
+  int64_t n = 0, k = 0;
+  std::vector<float> owned_f32;      // backing store when converted (f16/f32)
+  std::vector<uint16_t> owned_bf16;  // backing store when the mapped data is misaligned
+
+  bool empty() const { return n == 0; }
+  float at(int64_t row, int64_t col) const;  // element as fp32 (slow path)
+  // A non-owning view of rows [first, first + count). REQUIRES: *this outlives the view.
+  LinearWeight Rows(int64_t first, int64_t count) const;
+};
+
+// y[m, n] = x[m, k] · Wᵀ (fp32 accumulation, threaded over n, y poisoned with NaN first).
+void Linear(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
+            const LinearWeight& w, float* y);
+
+struct AttentionWeights {
+  LinearWeight q_a_proj;              // [Rq, D]
+  std::vector<float> q_a_layernorm;   // [Rq]
+  LinearWeight q_b_proj;              // [H·(Dn+Dr), Rq], per head [nope | rope]
+  LinearWeight kv_a_proj_with_mqa;    // [Rkv+Dr, D], [latent | k_pe]
+  std::vector<float> kv_a_layernorm;  // [Rkv]
+  LinearWeight kv_b_proj;             // [H·(Dn+Dv), Rkv], per head [k_nope | v]
+  LinearWeight o_proj;                // [D, H·Dv]
+};
+
+struct IndexerWeights {
+  LinearWeight wq_b;                 // [Hi·Di, Rq], per head [rope | nope]
+  LinearWeight wk;                   // [Di, D], [rope | nope]
+  std::vector<float> k_norm_weight;  // [Di]
+  std::vector<float> k_norm_bias;    // [Di]
+  LinearWeight weights_proj;         // [Hi, D]
+};
+
+struct MlpWeights {
+  LinearWeight gate_proj;  // [F, D]
+  LinearWeight up_proj;    // [F, D]
+  LinearWeight down_proj;  // [D, F]
+};
+
+struct MoeWeights {
+  LinearWeight gate;                           // [E, D]
+  std::vector<float> e_score_correction_bias;  // [E], fp32
+  std::vector<MlpWeights> experts;             // [E]
+  bool has_shared = false;
+  MlpWeights shared_experts;
+};
+
+struct LayerWeights {
+  std::vector<float> input_layernorm;           // [D]
+  std::vector<float> post_attention_layernorm;  // [D]
+  AttentionWeights attn;
+  bool has_indexer = false;  // full-indexer layer
+  IndexerWeights indexer;
+  bool is_moe = false;
+  MlpWeights mlp;  // dense layers
+  MoeWeights moe;  // MoE layers
+};
+
+struct MtpWeights {
+  std::vector<float> enorm;             // [D]
+  std::vector<float> hnorm;             // [D]
+  LinearWeight eh_proj;                 // [D, 2D], input [enorm(e) | hnorm(h)]
+  std::vector<float> shared_head_norm;  // [D]
+  LayerWeights layer;                   // model.layers.{num_hidden_layers}.*
+};
+
+struct ModelWeights {
+  LinearWeight embed_tokens;         // [V, D]
+  std::vector<float> norm;           // [D]
+  LinearWeight lm_head;              // [V, D]
+  std::vector<LayerWeights> layers;  // [num_hidden_layers]
+  bool has_mtp = false;
+  MtpWeights mtp;
+
+  // out[D] = embed_tokens[token] as fp32. REQUIRES: 0 <= token < V.
+  void Embed(int64_t token, float* out) const;
+};
+
+// REQUIRES: `ckpt` outlives the returned weights (bf16 views point into its mapping).
+// Errors: InvalidArgument with CheckCheckpoint's ProblemSummary (missing / unexpected /
+// mis-shaped tensors), Unimplemented for quantized (fp8 / mxfp4) tensors.
+Result<ModelWeights> LoadModelWeights(const ModelConfig& config, const Checkpoint& ckpt);
+
+}  // namespace mx
