@@ -358,7 +358,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--vocab-size", type=int, default=2048)
     ap.add_argument("--index-topk", type=int, default=24)
-    ap.add_argument("--steps", type=int, default=1800)
+    ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--batch", type=int, default=4, help="packed sequences per step")
     ap.add_argument("--seq-len", type=int, default=256)
     ap.add_argument("--text-frac", type=float, default=0.12)
@@ -373,12 +373,17 @@ def main():
     ap.add_argument("--eval-n", type=int, default=60)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--time-steps", type=int, default=0, help="only time N steps and exit")
+    ap.add_argument("--card-only", action="store_true",
+                    help="only (re)write MODEL_CARD.md from results.json and train_log.json")
     ap.add_argument("--final-only", action="store_true",
                     help="skip training: evaluate the checkpoint in --out, write card/plot")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     os.chdir(ROOT)
+    if a.card_only:
+        write_card(a)
+        return
     t_start = time.time()
 
     tj = build_tokenizer(a.vocab_size, a.seed)
@@ -501,6 +506,143 @@ def final_report(a, cfg, cfgd, fmt, heldout, ho_text, eos_ids, log_path, t_start
         f.write("\n")
     print(json.dumps(res, indent=2), flush=True)
     print(f"total wall {time.time() - t_start:.0f}s")
+    write_card(a)
+
+
+def param_counts(cfg):
+    """(total, main model, MTP layer, active per token in the main model)."""
+    shapes = tensor_shapes(cfg)
+    L = cfg.num_hidden_layers
+    n = {k: math.prod(s) for k, (s, _) in shapes.items()}
+    total = sum(n.values())
+    mtp = sum(v for k, v in n.items() if k.startswith(f"model.layers.{L}."))
+    expert = 3 * cfg.hidden_size * cfg.moe_intermediate_size
+    n_moe = sum(cfg.layer_is_moe(i) for i in range(L))
+    active = (total - mtp - n["model.embed_tokens.weight"]
+              - n_moe * (cfg.n_routed_experts - cfg.num_experts_per_tok) * expert)
+    return total, total - mtp, mtp, active
+
+
+def write_card(a):
+    """MODEL_CARD.md from config.json, results.json and train_log.json in --out."""
+    d = a.out
+    with open(os.path.join(d, "config.json")) as f:
+        cfgd = json.load(f)
+    cfg = Config(cfgd)
+    with open(os.path.join(d, "results.json")) as f:
+        res = json.load(f)
+    with open(os.path.join(d, "train_log.json")) as f:
+        log = json.load(f)
+    total, main_n, mtp_n, active = param_counts(cfg)
+    args = log.get("args", {})
+    tr = log["train"]
+    last = tr[-1]
+    avg = lambda key, rows: sum(r[key] for r in rows) / max(1, len(rows))  # noqa: E731
+    best = log.get("best_step", {})
+    sizes = {n: os.path.getsize(os.path.join(d, n)) for n in CKPT_FILES}
+    ev_rows = "\n".join(f"| {r['step']} | {r['exact_match']:.3f} | {r['time'] / 60:.1f} |"
+                        for r in log["eval"])
+    samples = "\n".join(f"    {t!r} -> {'correct' if ok else 'wrong'}"
+                         for t, ok in res.get("samples", []))
+    card = f"""# glm-moe-dsa-arith-6m
+
+A tiny GlmMoeDsa (GLM-5-class: MLA + DSA indexer with IndexShare + DeepSeekMoE + one MTP layer)
+trained from scratch on CPU by `tools/train.py` with the PyTorch reference
+`tools/reference/glm_moe_dsa.py`. It solves short grade-school arithmetic word problems in GSM8K
+format through the GLM chat template, and is the bundled real-weights checkpoint for mxserve
+tests and demos. Not a general language model.
+
+## Files
+
+| file | bytes |
+|---|---|
+""" + "\n".join(f"| `{n}` | {s} |" for n, s in sizes.items()) + f"""
+
+`SHA256SUMS` (sha256sum format) covers exactly these five files. Weights are BF16 except the
+four `mlp.gate.e_score_correction_bias` tensors (F32). The MTP layer is `model.layers.{cfg.num_hidden_layers}.*`
+(enorm, hnorm, eh_proj, shared_head.norm, own indexer, MoE); it shares `embed_tokens`/`lm_head`.
+`results.json`, `train_log.json` and `loss_curve.png` are the run's outputs.
+
+## Config
+
+| | |
+|---|---|
+| layers | {cfg.num_hidden_layers} + 1 MTP; layer 0 dense (intermediate {cfg.intermediate_size}), layers 1–3 MoE |
+| hidden / heads | {cfg.hidden_size} / {cfg.num_attention_heads} |
+| MLA | q_lora {cfg.q_lora_rank}, kv_lora {cfg.kv_lora_rank}, qk nope {cfg.qk_nope_head_dim} + rope {cfg.qk_rope_head_dim}, v {cfg.v_head_dim} |
+| DSA indexer | {cfg.index_n_heads} heads × {cfg.index_head_dim}, **index_topk {cfg.index_topk}** (prompts are 35–45 tokens, problems 56–88: sparse attention is live), indexer_types {cfg.indexer_types} (IndexShare), MTP layer has its own |
+| MoE | {cfg.n_routed_experts} routed experts (width {cfg.moe_intermediate_size}) top-{cfg.num_experts_per_tok}, 1 shared expert, sigmoid + noaux_tc, n_group 1, routed_scaling_factor {cfg.routed_scaling_factor} |
+| RoPE | interleaved, theta {cfg.rope_theta:g} (nested `rope_parameters`), max_position_embeddings {cfgd['max_position_embeddings']} |
+| vocab | {cfg.vocab_size}: 256 bytes + {cfg.vocab_size - 276} merges + 20 GLM specials (`<|endoftext|>` {cfgd['pad_token_id']}); eos {cfgd['eos_token_id']} |
+| head | untied `lm_head` |
+
+Parameters: **{total:,}** total = {main_n:,} main model + {mtp_n:,} MTP layer; about
+{active:,} active per token in the main model (excluding the embedding lookup).
+
+## Tokenizer
+
+Byte-level BPE from `tools/train_tokenizer.py` (GLM pre-tokenizer regex, GLM special tokens,
+GLM-style Jinja `chat_template` in `tokenizer_config.json`), trained on the training licence
+texts plus 4000 generated problems **with every digit removed**, so no merge contains a digit
+and numbers always tokenize one digit per token (LLaMA/DeepSeek-style digit splitting).
+
+## Data
+
+* Arithmetic: `tools/arith_data.py`, 9 templates of 2- and 3-step word problems (+/−), numbers
+  1–100, intermediate results 0–200, answers as GSM8K worked steps ending `#### N`. Rendered
+  with the chat template (10% with a system message):
+  `[gMASK]<sop><|user|>Q<|assistant|></think>A<|endoftext|>`, loss on `A<|endoftext|>`.
+  Held-out: `tests/data/arith/heldout.jsonl` (500 problems, GSM8K jsonl + `key`); the training
+  stream skips every held-out key (template + numbers), so none is seen in training.
+* English: the licence texts of Debian's **base-files** package (`/usr/share/common-licenses/`:
+  {", ".join(arith_data.TRAIN_LICENCES)}), {args.get('text_frac', 0):.0%} of the training
+  sequences, loss on every token. `Artistic` is held out for the English metric.
+* Examples are packed into sequences of {args.get('seq_len')} tokens (first at position 0).
+
+## Training
+
+`/usr/bin/python3 tools/train.py` (= `make train-model`), defaults: {args.get('steps')} steps ×
+{args.get('batch')} packed sequences of {args.get('seq_len')} tokens, AdamW (β 0.9/0.95, wd
+{args.get('weight_decay')}), lr {args.get('lr')} with {args.get('warmup')} warm-up steps and cosine to 10%, grad clip 1,
+seed {args.get('seed')}. Loss = main CE + {args.get('mtp_weight')} × MTP CE (row t predicts token t+2 from
+the post-norm hidden at t and the embedding of token t+1, DeepSeek-V3) + {args.get('indexer_weight')} × indexer KL
+(DeepSeek-V3.2: the indexer's softmax is fitted to the detached dense attention distribution,
+summed over heads, of the layers that use its selection; indexer input detached). The first
+{args.get('dense_frac', 0):.0%} of the steps run dense attention (warm-up), the rest the real top-{cfg.index_topk} sparse
+attention. MoE balance: aux-loss-free bias update, γ = {args.get('bias_gamma')}. Every
+{args.get('eval_every')} steps the bf16-rounded weights are evaluated (greedy exact match on the first
+{args.get('eval_n')} held-out problems) and the best is written here.
+
+Wall time: {log.get('wall_s', 0) / 60:.0f} min for the run ({last['time'] / 60:.0f} min of training steps, about
+{last['time'] / (last['step'] + 1):.1f} s/step) on one core of a shared, busy 2-core machine
+(torch.set_num_threads(1), nice 10). Checkpoint: step {best.get('step')}. Final 50-step mean
+losses: main {avg('main', tr[-50:]):.3f}, MTP {avg('mtp', tr[-50:]):.3f}, indexer KL {avg('kl', tr[-50:]):.3f}.
+
+![loss curve](loss_curve.png)
+
+| step | exact match (eval subset) | minutes |
+|---|---|---|
+{ev_rows}
+
+## Results (this checkpoint, reference in fp32 from the stored bf16 weights)
+
+| metric | value | target |
+|---|---|---|
+| held-out exact match, greedy, 500 problems (`#### N` equal) | **{res['heldout_exact_match']:.1%}** | ≥ 80% |
+| MTP next-next-token top-1, held-out arithmetic transcripts (200, every position) | **{res['mtp_top1_heldout_arith_transcripts']:.1%}** | ≥ 50% |
+| MTP top-1, answer tokens only of those transcripts | {res['mtp_top1_heldout_arith_answers']:.1%} | |
+| MTP top-1, held-out English (Artistic licence, 254-token windows) | {res['mtp_top1_heldout_english']:.1%} | |
+
+MTP accuracy is teacher-forced: row t gets the true token t+1 and must predict token t+2 (what
+a speculative-decoding draft step sees when the previous draft was accepted).
+
+Sample greedy outputs:
+
+{samples}
+"""
+    with open(os.path.join(d, "MODEL_CARD.md"), "w") as f:
+        f.write(card)
+    print(f"wrote {d}/MODEL_CARD.md")
 
 
 if __name__ == "__main__":
