@@ -14,9 +14,11 @@
 
 namespace mx {
 
-Result<std::unique_ptr<Model>> Model::Load(const std::string& dir) {
+Result<std::unique_ptr<Model>> Model::Load(const std::string& dir,
+                                           const std::function<void(ModelConfig&)>& adjust) {
   MX_ASSIGN_OR_RETURN(ModelConfig config,
                       LoadModelConfig((std::filesystem::path(dir) / "config.json").string()));
+  if (adjust) adjust(config);
   MX_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(dir));
   std::unique_ptr<Model> m(new Model(std::move(config), std::move(ckpt)));
   auto w = LoadModelWeights(m->config_, m->ckpt_);

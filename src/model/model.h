@@ -6,6 +6,7 @@
 // Legend: T rows (new tokens of all sequences), D hidden_size, V vocab_size.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,7 +26,10 @@ class Model {
  public:
   // Reads <dir>/config.json, opens the checkpoint in `dir`, checks every tensor against the
   // config (all problems in one Status) and loads the weights.
-  static Result<std::unique_ptr<Model>> Load(const std::string& dir);
+  // `adjust`, when set, edits the parsed config before the weights are checked (tests and
+  // experiments, e.g. raising index_topk; it must not change any tensor shape).
+  static Result<std::unique_ptr<Model>> Load(
+      const std::string& dir, const std::function<void(ModelConfig&)>& adjust = nullptr);
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }

@@ -1,0 +1,87 @@
+// Shared helpers for the model tests: the committed test checkpoints (loaded once per
+// process), fixture files and comparisons.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "model/model.h"
+
+namespace mx {
+
+inline std::string TestCheckpointDir(const std::string& name) {
+  return std::string(MX_TEST_DATA_DIR) + "/" + name;
+}
+
+// Loaded once; aborts the test binary on a load failure (the committed data is broken).
+inline const Model& TestModel(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<Model>> cache;
+  auto& m = cache[name];
+  if (!m) {
+    auto r = Model::Load(TestCheckpointDir(name));
+    if (!r.ok()) {
+      ADD_FAILURE() << r.status().ToString();
+      std::abort();
+    }
+    m = std::move(r).value();
+  }
+  return *m;
+}
+
+inline std::unique_ptr<SafetensorsFile> OpenFixture(const std::string& ckpt, int64_t T) {
+  auto f = SafetensorsFile::Open(TestCheckpointDir(ckpt) + "/fixtures/prompt_" + std::to_string(T) +
+                                 ".safetensors");
+  if (!f.ok()) {
+    ADD_FAILURE() << f.status().ToString();
+    std::abort();
+  }
+  return std::move(f).value();
+}
+
+inline std::vector<float> F32(const SafetensorsFile& f, const std::string& name) {
+  const TensorView* t = f.Find(name);
+  if (t == nullptr || t->dtype != DType::kF32) {
+    ADD_FAILURE() << f.path() << ": no F32 tensor " << name;
+    return {};
+  }
+  std::vector<float> v(t->numel());
+  std::memcpy(v.data(), t->data, t->nbytes);
+  return v;
+}
+
+inline std::vector<int32_t> I32(const SafetensorsFile& f, const std::string& name) {
+  const TensorView* t = f.Find(name);
+  if (t == nullptr || t->dtype != DType::kI32) {
+    ADD_FAILURE() << f.path() << ": no I32 tensor " << name;
+    return {};
+  }
+  std::vector<int32_t> v(t->numel());
+  std::memcpy(v.data(), t->data, t->nbytes);
+  return v;
+}
+
+// Max |a - b|; +inf when sizes differ or any value is NaN (so NaN never passes).
+inline double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size() || a.empty()) return INFINITY;
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(double(a[i]) - double(b[i]));
+    if (std::isnan(d)) return INFINITY;
+    m = std::max(m, d);
+  }
+  return m;
+}
+
+inline int32_t ArgMax(const float* x, int64_t n) {
+  return static_cast<int32_t>(std::max_element(x, x + n) - x);
+}
+
+}  // namespace mx
