@@ -10,6 +10,7 @@
 
 #include "base/check.h"
 #include "base/cpu_features.h"
+#include "kernels/kernels_avx2.h"
 #include "kernels/kernels_ref.h"
 
 namespace mx {
@@ -61,6 +62,10 @@ const KernelTable* GetKernelTable(KernelLevel level) {
   switch (level) {
     case KernelLevel::kRef:
       return &kRefTable;
+    case KernelLevel::kAvx2: {
+      const CpuFeatures& f = GetCpuFeatures();
+      return f.avx2 && f.fma ? &Avx2KernelTable() : nullptr;
+    }
     default:
       return nullptr;  // not written yet
   }

@@ -1,0 +1,105 @@
+// AVX2 + FMA kernels (see kernels_avx2.h). Error budget vs ref: same fp32 products, different
+// summation order (8 lanes, then a horizontal sum): kernels_test.cpp's kGemmTol.
+#include "kernels/kernels_avx2.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "kernels/kernels_ref.h"
+
+namespace mx {
+
+namespace {
+
+inline float HorizontalSum(__m256 v) {
+  __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+  lo = _mm_add_ps(lo, hi);
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+  return _mm_cvtss_f32(lo);
+}
+
+// 8 bf16 → 8 fp32: widen to 32 bits and shift into the high half.
+inline __m256 LoadBf16(const uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+inline float Bf16Scalar(uint16_t h) {
+  uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+
+void GemmBf16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
+              int64_t m, int64_t n, int64_t k) {
+  const int64_t k8 = k & ~int64_t{7};
+  for (int64_t j = 0; j < n; ++j) {
+    const uint16_t* wj = w + j * ldw;
+    for (int64_t i = 0; i < m; ++i) {
+      const float* xi = x + i * ldx;
+      __m256 acc = _mm256_setzero_ps();
+      for (int64_t t = 0; t < k8; t += 8) {
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(xi + t), LoadBf16(wj + t), acc);
+      }
+      float s = HorizontalSum(acc);
+      for (int64_t t = k8; t < k; ++t) s += xi[t] * Bf16Scalar(wj[t]);
+      y[i * ldy + j] = s;
+    }
+  }
+}
+
+void GemmF32(const float* x, int64_t ldx, const float* w, int64_t ldw, float* y, int64_t ldy,
+             int64_t m, int64_t n, int64_t k) {
+  const int64_t k8 = k & ~int64_t{7};
+  for (int64_t j = 0; j < n; ++j) {
+    const float* wj = w + j * ldw;
+    for (int64_t i = 0; i < m; ++i) {
+      const float* xi = x + i * ldx;
+      __m256 acc = _mm256_setzero_ps();
+      for (int64_t t = 0; t < k8; t += 8) {
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(xi + t), _mm256_loadu_ps(wj + t), acc);
+      }
+      float s = HorizontalSum(acc);
+      for (int64_t t = k8; t < k; ++t) s += xi[t] * wj[t];
+      y[i * ldy + j] = s;
+    }
+  }
+}
+
+void RmsNorm(const float* x, const float* w, float eps, int64_t n, float* y) {
+  const int64_t n8 = n & ~int64_t{7};
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n8; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    acc = _mm256_fmadd_ps(v, v, acc);
+  }
+  float ss = HorizontalSum(acc);
+  for (int64_t i = n8; i < n; ++i) ss += x[i] * x[i];
+  const float inv = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+  const __m256 vinv = _mm256_set1_ps(inv);
+  for (int64_t i = 0; i < n8; i += 8) {
+    const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv);
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(w + i), v));
+  }
+  for (int64_t i = n8; i < n; ++i) y[i] = w[i] * (x[i] * inv);
+}
+
+constexpr KernelTable kAvx2Table = {
+    .level = KernelLevel::kAvx2,
+    .gemm_bf16 = GemmBf16,
+    .gemm_f32 = GemmF32,
+    .rms_norm = RmsNorm,
+    .softmax = ref::Softmax,
+    .rope = ref::Rope,
+    .topk = ref::TopK,
+    .swiglu = ref::SwiGlu,
+};
+
+}  // namespace
+
+const KernelTable& Avx2KernelTable() { return kAvx2Table; }
+
+}  // namespace mx
