@@ -7,6 +7,8 @@
 #include <numeric>
 #include <vector>
 
+#include "base/check.h"
+
 namespace mx {
 
 void SwiGluMlp(const KernelTable& kt, ThreadPool& pool, const MlpWeights& w, const float* m,
@@ -37,6 +39,7 @@ Route RouteRow(const LayerContext& ctx, const MoeWeights& w, const float* logits
   }
   if (G > 1) {
     const int64_t per = E / G;
+    MX_CHECK_GE(per, 2);           // the group score is a top-2 sum
     std::vector<float> gscore(G);  // sum of the top-2 b in each group
     for (int64_t gi = 0; gi < G; ++gi) {
       int32_t top2[2];

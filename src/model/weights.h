@@ -22,8 +22,15 @@
 namespace mx {
 
 // A linear weight W[n, k] (HF [out, in]); either bf16 (usually a view into the mapped file) or
-// fp32 (owned). Copyable views share the storage of the weight they came from.
+// fp32 (owned). Move-only, so a pointer never refers to another object's owned storage; use
+// Rows() for a view.
 struct LinearWeight {
+  LinearWeight() = default;
+  LinearWeight(LinearWeight&&) noexcept = default;
+  LinearWeight& operator=(LinearWeight&&) noexcept = default;
+  LinearWeight(const LinearWeight&) = delete;
+  LinearWeight& operator=(const LinearWeight&) = delete;
+
   DType dtype = DType::kBF16;  // kBF16 or kF32
   const uint16_t* bf16 = nullptr;
   const float* f32 = nullptr;
