@@ -71,6 +71,31 @@ TEST(Kernels, GemmMatchesFloat64) {
   }
 }
 
+// Every fast kernel against its slow twin on fresh random inputs (STYLE.md 3).
+TEST(Kernels, FastLevelsMatchRef) {
+  const KernelTable& ref = *GetKernelTable(KernelLevel::kRef);
+  const int m = 4, n = 37, k = 300;
+  auto x = Randn(m * k, 11), wf = Randn(n * k, 12);
+  std::vector<uint16_t> wb(n * k);
+  for (size_t i = 0; i < wb.size(); ++i) wb[i] = F32ToBf16(wf[i]);
+  std::vector<float> rb(m * n), rf(m * n), rn(k);
+  ref.gemm_bf16(x.data(), k, wb.data(), k, rb.data(), n, m, n, k);
+  ref.gemm_f32(x.data(), k, wf.data(), k, rf.data(), n, m, n, k);
+  ref.rms_norm(x.data(), wf.data(), 1e-5f, k, rn.data());
+  for (const KernelTable* kt : Levels()) {
+    if (kt == &ref) continue;
+    std::vector<float> yb(m * n, NAN), yf(m * n, NAN), yn(k, NAN);
+    kt->gemm_bf16(x.data(), k, wb.data(), k, yb.data(), n, m, n, k);
+    kt->gemm_f32(x.data(), k, wf.data(), k, yf.data(), n, m, n, k);
+    kt->rms_norm(x.data(), wf.data(), 1e-5f, k, yn.data());
+    for (int i = 0; i < m * n; ++i) {
+      ASSERT_NEAR(yb[i], rb[i], kGemmTol) << KernelLevelName(kt->level);
+      ASSERT_NEAR(yf[i], rf[i], kGemmTol) << KernelLevelName(kt->level);
+    }
+    for (int i = 0; i < k; ++i) ASSERT_NEAR(yn[i], rn[i], kNormTol) << KernelLevelName(kt->level);
+  }
+}
+
 TEST(Kernels, ThreadedGemmEqualsSingleThreadedAndPoisons) {
   const KernelTable& kt = *GetKernelTable(KernelLevel::kRef);
   ThreadPool one(1), four(4);
