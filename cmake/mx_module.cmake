@@ -1,5 +1,5 @@
 # mx_module(NAME DEPS <targets...>): a static library mx_<NAME> from src/<NAME>/*.cpp.
-#   *_test.cpp      -> the unit-test executable <NAME>_tests (GoogleTest, one ctest entry per test)
+#   *_test.cpp      -> the unit-test executable <NAME>_tests (GoogleTest; ctest names "<NAME>.Suite.Test", label "unit")
 #   *_fuzz.cpp      -> libFuzzer targets (MX_FUZZ only)
 #   *_avx2.cpp      -> compiled with -mavx2 -mfma -mf16c
 #   *_avx512.cpp    -> compiled with AVX-512 F/BW/VL/DQ/VNNI/BF16/VBMI flags
@@ -43,7 +43,7 @@ function(mx_module NAME)
     target_compile_definitions(${NAME}_tests PRIVATE
       MX_SHARED_DIR="${MX_SHARED_DIR}" MX_TEST_DATA_DIR="${MX_TEST_DATA_DIR}"
       MX_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
-    gtest_discover_tests(${NAME}_tests DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "unit;${NAME}"
+    gtest_discover_tests(${NAME}_tests DISCOVERY_MODE PRE_TEST TEST_PREFIX "${NAME}." PROPERTIES LABELS unit
       DISCOVERY_TIMEOUT 60)
   endif()
   if(MX_FUZZ AND fuzz_srcs)

@@ -18,6 +18,11 @@ bool RegisterVerb(std::string name, int order, VerbSetup setup) {
   return true;
 }
 
+GlobalOptions& Globals() {
+  static GlobalOptions options;
+  return options;
+}
+
 int Fail(const std::string& message) {
   std::fprintf(stderr, "mxserve: error: %s\n", message.c_str());
   return 1;
@@ -30,9 +35,12 @@ int main(int argc, char** argv) {
   CLI::App app{"mxserve: an inference server for GLM-5-class sparse-attention MoE models"};
   app.set_version_flag("--version", std::string("mxserve ") + MX_VERSION);
   app.require_subcommand(1);
+  app.fallthrough();  // global flags may follow the verb too
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
       ->capture_default_str();
+  app.add_option("--threads", Globals().threads, "worker threads (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
 
   auto& verbs = Verbs();
   std::sort(verbs.begin(), verbs.end(),

@@ -25,6 +25,12 @@ struct VerbEntry {
 bool RegisterVerb(std::string name, int order, VerbSetup setup);
 std::vector<VerbEntry>& Verbs();
 
+// Options every verb shares, filled by main() before a verb runs.
+struct GlobalOptions {
+  int threads = 0;  // --threads; 0 = one per core
+};
+GlobalOptions& Globals();
+
 // Prints a Status-style error for a verb and returns the exit code 1.
 int Fail(const std::string& message);
 

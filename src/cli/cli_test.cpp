@@ -1,0 +1,117 @@
+// Runs the real `mxserve` binary: --help/--version, every verb's --help, and the published
+// GLM-5.2 figures from `inspect --config ... --json`.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Run {
+  int code;
+  std::string out;
+};
+
+Run Exec(const std::string& args) {
+  std::string cmd = std::string(MXSERVE_BIN) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 65536> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(Cli, HelpAndVersion) {
+  Run h = Exec("--help");
+  EXPECT_EQ(h.code, 0);
+  EXPECT_NE(h.out.find("inspect"), std::string::npos);
+  Run v = Exec("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_EQ(v.out.rfind("mxserve ", 0), 0u) << v.out;
+}
+
+TEST(Cli, EveryVerbHasHelp) {
+  Run h = Exec("--help");
+  // verbs are listed under "Subcommands:" one per line, name first
+  auto pos = h.out.find("Subcommands:");
+  ASSERT_NE(pos, std::string::npos);
+  std::string rest = h.out.substr(pos + 12);
+  int verbs = 0;
+  size_t start = 0;
+  while (start < rest.size()) {
+    size_t end = rest.find('\n', start);
+    if (end == std::string::npos) end = rest.size();
+    std::string line = rest.substr(start, end - start);
+    start = end + 1;
+    size_t b = line.find_first_not_of(' ');
+    if (b == std::string::npos) continue;
+    std::string verb = line.substr(b, line.find(' ', b) - b);
+    Run vh = Exec(verb + " --help");
+    EXPECT_EQ(vh.code, 0) << verb;
+    EXPECT_NE(vh.out.find("Usage:"), std::string::npos) << verb;
+    ++verbs;
+  }
+  EXPECT_GE(verbs, 1);
+}
+
+TEST(Cli, UnknownVerbAndBadFlagsAreUsageErrors) {
+  EXPECT_NE(Exec("frobnicate").code, 0);
+  EXPECT_NE(Exec("").code, 0);
+  EXPECT_NE(Exec("inspect --no-such-flag").code, 0);
+  Run bad_level = Exec("--log-level loud inspect --config " MX_SHARED_DIR "/configs/glm-5.2.json");
+  EXPECT_NE(bad_level.code, 0);
+  EXPECT_NE(bad_level.out.find("loud"), std::string::npos);
+}
+
+TEST(Cli, InspectGlm52ConfigJson) {
+  auto t0 = std::chrono::steady_clock::now();
+  Run r = Exec("inspect --config " MX_SHARED_DIR "/configs/glm-5.2.json --json");
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.code, 0) << r.out.substr(0, 500);
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["parameters"]["total"], 753329940480);
+  EXPECT_EQ(j["parameters"]["main"], 743377019904);
+  EXPECT_EQ(j["parameters"]["mtp"], 9952920576);
+  EXPECT_EQ(j["tensor_count"]["total"], 59585);
+  EXPECT_EQ(j["tensors"].size(), 59585u);
+  EXPECT_EQ(j["config"]["indexer"]["num_full_layers"], 21);
+  EXPECT_EQ(j["kv_cache_per_token"]["mla_values_per_layer"], 576);
+  EXPECT_EQ(j["kv_cache_per_token"]["indexer_values_per_full_layer"], 128);
+  EXPECT_EQ(j["kv_cache_per_token"]["bf16_bytes"], 95232);
+  EXPECT_NEAR(j["parameters"]["active_per_token"].get<double>() / 1e9, 41.25, 0.01);
+  RecordProperty("inspect_seconds", std::to_string(secs));
+}
+
+TEST(Cli, InspectHumanOutput) {
+  Run r = Exec("inspect --config " MX_SHARED_DIR "/configs/glm-5.2.json");
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("753.33 B (743.38 B main + 9.95 B MTP)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("59,585"), std::string::npos);
+  EXPECT_NE(r.out.find("21 full layers"), std::string::npos);
+}
+
+TEST(Cli, InspectCheckpointAndErrors) {
+  Run ok = Exec("inspect " MX_TEST_DATA_DIR "/tiny-glm52 --json");
+  ASSERT_EQ(ok.code, 0) << ok.out.substr(0, 500);
+  auto j = nlohmann::json::parse(ok.out);
+  EXPECT_TRUE(j["checkpoint"]["ok"].get<bool>());
+  EXPECT_EQ(
+      j["checkpoint"]["formats"]["bf16"].get<int>() + j["checkpoint"]["formats"]["f32"].get<int>(),
+      static_cast<int>(j["tensors"].size()));
+  Run missing = Exec("inspect /nonexistent-dir");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.out.find("/nonexistent-dir"), std::string::npos) << missing.out;
+  Run both = Exec("inspect " MX_TEST_DATA_DIR "/tiny --config x.json");
+  EXPECT_EQ(both.code, 2);
+  Run badcfg = Exec("inspect --config " MX_TEST_DATA_DIR "/README.md");
+  EXPECT_EQ(badcfg.code, 1);
+  EXPECT_NE(badcfg.out.find("not valid JSON"), std::string::npos) << badcfg.out;
+}
+
+}  // namespace
