@@ -48,14 +48,17 @@ def make_env():
 def render(template_src, case):
     env = make_env()
     template = env.from_string(template_src)
-    ctx = dict(case.get("kwargs", {}))
-    ctx["messages"] = case.get("messages", [])
-    if "tools" in case:
-        ctx["tools"] = case["tools"]
-    ctx["add_generation_prompt"] = case.get("add_generation_prompt", True)
+    # As transformers' apply_chat_template: special tokens, then chat_template_kwargs, then
+    # messages/tools/documents/add_generation_prompt (tools and documents None when absent).
+    ctx = {}
     for key in ("bos_token", "eos_token"):
         if key in case:
             ctx[key] = case[key]
+    ctx.update(case.get("kwargs", {}))
+    ctx["messages"] = case.get("messages", [])
+    ctx["tools"] = case.get("tools")
+    ctx["documents"] = None
+    ctx["add_generation_prompt"] = case.get("add_generation_prompt", True)
     return template.render(**ctx)
 
 

@@ -952,19 +952,24 @@ Result<Value> FRound(Renderer&, const Value& v, CallArgs& args) {
   MX_ASSIGN_OR_RETURN(int64_t prec, ToIndex(a[0], "precision"));
   prec = std::clamp<int64_t>(prec, -300, 300);
   const std::string method = PyStr(a[1]);
+  if (method != "common" && method != "ceil" && method != "floor")
+    return InvalidArgument("method must be common, ceil or floor");
+  if (method == "common") {
+    // Python's round(): exact, ties to even; int stays int.
+    if (!v.is_float() && prec >= 0) return Value(v.i());
+    if (prec >= 0 && std::isfinite(v.f())) {
+      char buf[512];
+      std::snprintf(buf, sizeof(buf), "%.*f", static_cast<int>(prec), v.f());
+      return Value(std::strtod(buf, nullptr));
+    }
+    double scale = std::pow(10.0, static_cast<double>(-prec));
+    double r = std::nearbyint(v.f() / scale) * scale;
+    if (!v.is_float()) return Value(static_cast<int64_t>(r));
+    return Value(r);
+  }
   double scale = std::pow(10.0, static_cast<double>(prec));
   double x = v.f() * scale;
-  double r;
-  if (method == "common") {
-    r = std::round(x);
-  } else if (method == "ceil") {
-    r = std::ceil(x);
-  } else if (method == "floor") {
-    r = std::floor(x);
-  } else {
-    return InvalidArgument("method must be common, ceil or floor");
-  }
-  return Value(r / scale);
+  return Value((method == "ceil" ? std::ceil(x) : std::floor(x)) / scale);
 }
 
 Result<Value> FWordCount(Renderer&, const Value& v, CallArgs&) {

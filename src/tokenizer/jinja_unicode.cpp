@@ -121,6 +121,8 @@ char32_t ToLowerCp(char32_t c) {
   if (c < 0x80) return (c >= 'A' && c <= 'Z') ? c + 32 : c;
   if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 32;
   if (c == 0x178) return 0xFF;
+  if (c == 0x1C4 || c == 0x1C5 || c == 0x1C7 || c == 0x1C8 || c == 0x1CA || c == 0x1CB)
+    return (c == 0x1C4 || c == 0x1C7 || c == 0x1CA) ? c + 2 : c + 1;
   if ((c >= 0x100 && c <= 0x12F) || (c >= 0x132 && c <= 0x137) || (c >= 0x14A && c <= 0x177))
     return (c % 2 == 0) ? c + 1 : c;
   if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 1) ? c + 1 : c;
@@ -140,6 +142,8 @@ char32_t ToUpperCp(char32_t c) {
   if (c >= 0xE0 && c <= 0xFE && c != 0xF7) return c - 32;
   if (c == 0xFF) return 0x178;
   if (c == 0xB5) return 0x39C;
+  if (c == 0x1C5 || c == 0x1C6 || c == 0x1C8 || c == 0x1C9 || c == 0x1CB || c == 0x1CC)
+    return (c == 0x1C6 || c == 0x1C9 || c == 0x1CC) ? c - 2 : c - 1;
   if ((c >= 0x100 && c <= 0x12F) || (c >= 0x132 && c <= 0x137) || (c >= 0x14A && c <= 0x177))
     return (c % 2 == 1) ? c - 1 : c;
   if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 0) ? c - 1 : c;
