@@ -102,7 +102,9 @@ TEST(CheckpointCheck, EveryProblemListedAtOnce) {
   EXPECT_TRUE(Contains(r.unexpected, "rotary_emb.inv_freq"));
   EXPECT_EQ(r.ignored, std::vector<std::string>{"model.layers.2.self_attn.indexer.k_norm.weight"});
   for (const auto& m : r.matches) {
-    if (m.spec->name == packed) EXPECT_EQ(m.format, WeightFormat::kMXFP4);
+    if (m.spec->name == packed) {
+      EXPECT_EQ(m.format, WeightFormat::kMXFP4);
+    }
   }
   const std::string summary = r.ProblemSummary();
   EXPECT_NE(summary.find("2 missing"), std::string::npos) << summary;
