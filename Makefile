@@ -1,6 +1,6 @@
 # mxserve: the two commands a newcomer runs are `make run` and `make test`.
 # Both install what they need (scripts/install-deps.sh, apt-get only) and build first.
-.PHONY: all deps build run test test-release test-asan format check-format fuzz reference-fixtures clean
+.PHONY: all deps shared-check train-model build run test test-release test-asan format check-format fuzz reference-fixtures clean
 
 JOBS ?= $(shell nproc)
 MXSERVE := ./build/release/src/cli/mxserve
@@ -20,7 +20,10 @@ run: build
 	$(MXSERVE) inspect --config ../shared/configs/glm-5.2.json
 	$(MXSERVE) inspect tests/data/tiny-glm52
 
-test: deps check-format test-release test-asan
+test: deps shared-check check-format test-release test-asan
+
+shared-check:
+	@test -d ../shared/configs || { echo "make test: ../shared (test data and configs) must sit beside the repository"; exit 1; }
 
 test-release: build
 	ctest --preset release
@@ -44,6 +47,10 @@ fuzz: deps
 # needs Debian's python3-torch; CI uses the committed files).
 reference-fixtures:
 	/usr/bin/python3 tools/make_fixtures.py
+
+# Trains the bundled model under models/ (PyTorch on Debian's python3; not in CI).
+train-model:
+	/usr/bin/python3 tools/train.py
 
 clean:
 	rm -rf build
