@@ -1,0 +1,35 @@
+// Token sampling from one row of logits: greedy at temperature 0, otherwise temperature,
+// top-k, top-p and min-p filtering and a draw from the request's own seeded generator (the same
+// seed gives the same tokens whatever else is batched).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+
+namespace mx {
+
+struct SamplingParams {
+  float temperature = 1.0f;  // 0 = greedy
+  int32_t top_k = 0;         // 0 = off
+  float top_p = 1.0f;        // 1 = off
+  float min_p = 0.0f;        // 0 = off
+  uint64_t seed = 0;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
+
+  // REQUIRES: logits non-empty and finite.
+  int32_t Sample(std::span<const float> logits);
+
+ private:
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+};
+
+// Index of the largest logit (lowest index on ties).
+int32_t Argmax(std::span<const float> logits);
+
+}  // namespace mx
