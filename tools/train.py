@@ -232,6 +232,7 @@ def sequence_loss(model, cfg, ids, mask, dense, a):
 
 
 def lr_at(step, a):
+    """Linear warm-up to a.lr, cosine decay to 0.1·a.lr at a.steps (step within the stage)."""
     if step < a.warmup:
         return a.lr * (step + 1) / a.warmup
     prog = (step - a.warmup) / max(1, a.steps - a.warmup)
@@ -373,6 +374,11 @@ def main():
     ap.add_argument("--eval-n", type=int, default=60)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--time-steps", type=int, default=0, help="only time N steps and exit")
+    ap.add_argument("--stage2-steps", type=int, default=500)
+    ap.add_argument("--stage2-lr", type=float, default=1e-3)
+    ap.add_argument("--stage2-warmup", type=int, default=20)
+    ap.add_argument("--only-stage2", action="store_true",
+                    help="run only stage 2, from the stage-1 checkpoint and train_log.json in --out")
     ap.add_argument("--card-only", action="store_true",
                     help="only (re)write MODEL_CARD.md from results.json and train_log.json")
     ap.add_argument("--final-only", action="store_true",
@@ -404,76 +410,112 @@ def main():
     print(f"text: {len(text_ids)} training tokens, {len(ho_text)} held-out", flush=True)
     log_path = os.path.join(a.out, "train_log.json")
 
+    env = dict(cfg=cfg, cfgd=cfgd, tj=tj, fmt=fmt, heldout=heldout, text_ids=text_ids,
+               eos_ids=eos_ids, log_path=log_path, t_start=t_start)
     if not a.final_only:
-        params = init_params(cfg, a.seed)
-        n_params = sum(v.numel() for v in params.values())
-        print(f"params: {n_params}", flush=True)
-        model = GlmMoeDsa(cfg, params)
-        model.record_gaps = False
-        model.detach_indexer_input = True
-        assert all(model.w[k] is params[k] for k in params)
-        decay = [v for k, v in params.items() if v.requires_grad and v.dim() == 2]
-        nodecay = [v for k, v in params.items() if v.requires_grad and v.dim() < 2]
-        opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
-                                 {"params": nodecay, "weight_decay": 0.0}],
-                                lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
-        biases = {i: params[f"model.layers.{i}.mlp.gate.e_score_correction_bias"]
-                  for i in range(cfg.num_hidden_layers + 1) if cfg.layer_is_moe(i)}
-        data = Batches(fmt, text_ids, {p["key"] for p in heldout}, a)
-        log = {"train": [], "eval": []}
-        best = -1.0
-        t_train = time.time()
-        for step in range(a.steps):
-            dense = step < a.dense_frac * a.steps
-            for gparam in opt.param_groups:
-                gparam["lr"] = lr_at(step, a)
-            opt.zero_grad(set_to_none=True)
-            loads = {i: torch.zeros(cfg.n_routed_experts) for i in biases}
-            s_main = s_mtp = s_kl = 0.0
-            for _ in range(a.batch):
-                ids, mask = data.sequence()
-                loss, lm, lt, lk, routers = sequence_loss(model, cfg, ids, mask, dense, a)
-                (loss / a.batch).backward()
-                s_main += lm / a.batch
-                s_mtp += lt / a.batch
-                s_kl += lk / a.batch
-                for i, (idx, _) in routers.items():
-                    loads[i] += torch.bincount(idx.flatten(), minlength=cfg.n_routed_experts)
-            gn = torch.nn.utils.clip_grad_norm_(decay + nodecay, 1.0)
-            opt.step()
-            with torch.no_grad():
-                for i, b in biases.items():
-                    b += a.bias_gamma * torch.sign(loads[i].mean() - loads[i])
-            log["train"].append({"step": step, "main": s_main, "mtp": s_mtp, "kl": s_kl,
-                                 "gnorm": float(gn), "time": time.time() - t_train})
-            if step % 10 == 0:
-                imb = max(float(l.max() / l.mean()) for l in loads.values())
-                print(f"step {step} lr {lr_at(step, a):.2e} main {s_main:.3f} mtp {s_mtp:.3f} "
-                      f"kl {s_kl:.3f} gn {gn:.2f} maxload/mean {imb:.2f} "
-                      f"{'dense' if dense else 'sparse'} {time.time() - t_train:.0f}s", flush=True)
-            if (step + 1) % a.eval_every == 0 or step + 1 == a.steps:
-                em_model = GlmMoeDsa(cfg, stored_weights(params))
-                t0 = time.time()
-                em, samples = exact_match(em_model, fmt, heldout[:a.eval_n], eos_ids)
-                log["eval"].append({"step": step + 1, "exact_match": em,
-                                    "time": time.time() - t_train})
-                print(f"eval step {step + 1}: exact match {em:.3f} on {a.eval_n} "
-                      f"({time.time() - t0:.0f}s) sample {samples[0]!r}", flush=True)
-                if em >= best:
-                    best = em
-                    write_checkpoint(a.out, cfgd, tj, params,
-                                     {"step": str(step + 1), "seed": str(a.seed)})
-                    print(f"  wrote {a.out} (best so far)", flush=True)
-                log["args"] = vars(a)
-                log["best_step"] = max(log["eval"], key=lambda r: (r["exact_match"], r["step"]))
-                log["wall_s"] = time.time() - t_start
-                with open(log_path, "w") as f:
-                    json.dump(log, f)
-                plot_losses(log, os.path.join(a.out, "loss_curve.png"))
-            if a.time_steps and step + 1 == a.time_steps:
-                print(f"{a.time_steps} steps in {time.time() - t_train:.1f}s")
+        if not a.only_stage2:
+            stage1 = argparse.Namespace(**{**vars(a), "step_offset": 0})
+            log = {"train": [], "eval": [], "stages": []}
+            if run_stage(stage1, init_params(cfg, a.seed), log, -1.0, env) == "timed":
+                return
+        if a.stage2_steps > 0:
+            # Stage 2: fresh AdamW from the bf16 stage-1 checkpoint, new problem stream,
+            # lower peak lr, short warm-up, sparse attention throughout.
+            with open(log_path) as f:
+                log = json.load(f)
+            done = sum(st["steps"] for st in log["stages"]) if log.get("stages") else a.steps
+            log.setdefault("stages", [{"steps": a.steps, "lr": a.lr, "seed": a.seed}])
+            log.setdefault("wall_s_before", log.get("wall_s", 0.0))
+            w = load_file(os.path.join(a.out, "model.safetensors"))
+            params = {k: v.to(torch.float32).requires_grad_(
+                not k.endswith("e_score_correction_bias")) for k, v in w.items()}
+            best = max(r["exact_match"] for r in log["eval"])
+            stage2 = argparse.Namespace(**{
+                **vars(a), "steps": a.stage2_steps, "lr": a.stage2_lr,
+                "warmup": a.stage2_warmup, "dense_frac": 0.0, "seed": a.seed + 100,
+                "step_offset": done})
+            if run_stage(stage2, params, log, best, env) == "timed":
                 return
     final_report(a, cfg, cfgd, fmt, heldout, ho_text, eos_ids, log_path, t_start)
+
+
+def run_stage(a, params, log, best, env):
+    """One training stage (steps a.steps, lr schedule from a); appends to log, writes the
+    checkpoint to a.out whenever the eval-subset exact match is >= best."""
+    cfg, fmt, heldout, eos_ids = env["cfg"], env["fmt"], env["heldout"], env["eos_ids"]
+    n_params = sum(v.numel() for v in params.values())
+    print(f"stage from step {a.step_offset}: {a.steps} steps, lr {a.lr}, params {n_params}",
+          flush=True)
+    log["stages"].append({"steps": a.steps, "lr": a.lr, "seed": a.seed,
+                          "warmup": a.warmup, "dense_frac": a.dense_frac})
+    model = GlmMoeDsa(cfg, params)
+    model.record_gaps = False
+    model.detach_indexer_input = True
+    assert all(model.w[k] is params[k] for k in params)
+    decay = [v for k, v in params.items() if v.requires_grad and v.dim() == 2]
+    nodecay = [v for k, v in params.items() if v.requires_grad and v.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
+                             {"params": nodecay, "weight_decay": 0.0}],
+                            lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
+    biases = {i: params[f"model.layers.{i}.mlp.gate.e_score_correction_bias"]
+              for i in range(cfg.num_hidden_layers + 1) if cfg.layer_is_moe(i)}
+    data = Batches(fmt, env["text_ids"], {p["key"] for p in heldout}, a)
+    t0_log = log["train"][-1]["time"] if log["train"] else 0.0
+    t_train = time.time()
+    for step in range(a.steps):
+        gstep = a.step_offset + step
+        dense = step < a.dense_frac * a.steps
+        for gparam in opt.param_groups:
+            gparam["lr"] = lr_at(step, a)
+        opt.zero_grad(set_to_none=True)
+        loads = {i: torch.zeros(cfg.n_routed_experts) for i in biases}
+        s_main = s_mtp = s_kl = 0.0
+        for _ in range(a.batch):
+            ids, mask = data.sequence()
+            loss, lm, lt, lk, routers = sequence_loss(model, cfg, ids, mask, dense, a)
+            (loss / a.batch).backward()
+            s_main += lm / a.batch
+            s_mtp += lt / a.batch
+            s_kl += lk / a.batch
+            for i, (idx, _) in routers.items():
+                loads[i] += torch.bincount(idx.flatten(), minlength=cfg.n_routed_experts)
+        gn = torch.nn.utils.clip_grad_norm_(decay + nodecay, 1.0)
+        opt.step()
+        with torch.no_grad():
+            for i, b in biases.items():
+                b += a.bias_gamma * torch.sign(loads[i].mean() - loads[i])
+        log["train"].append({"step": gstep, "main": s_main, "mtp": s_mtp, "kl": s_kl,
+                             "gnorm": float(gn), "time": t0_log + time.time() - t_train})
+        if step % 10 == 0:
+            imb = max(float(x.max() / x.mean()) for x in loads.values())
+            print(f"step {gstep} lr {lr_at(step, a):.2e} main {s_main:.3f} mtp {s_mtp:.3f} "
+                  f"kl {s_kl:.3f} gn {gn:.2f} maxload/mean {imb:.2f} "
+                  f"{'dense' if dense else 'sparse'} {time.time() - t_train:.0f}s", flush=True)
+        if (step + 1) % a.eval_every == 0 or step + 1 == a.steps:
+            em_model = GlmMoeDsa(cfg, stored_weights(params))
+            t0 = time.time()
+            em, samples = exact_match(em_model, fmt, heldout[:a.eval_n], eos_ids)
+            log["eval"].append({"step": gstep + 1, "exact_match": em,
+                                "time": t0_log + time.time() - t_train})
+            print(f"eval step {gstep + 1}: exact match {em:.3f} on {a.eval_n} "
+                  f"({time.time() - t0:.0f}s) sample {samples[0]!r}", flush=True)
+            if em >= best:
+                best = em
+                write_checkpoint(a.out, env["cfgd"], env["tj"], params,
+                                 {"step": str(gstep + 1), "seed": str(a.seed)})
+                log["best_step"] = log["eval"][-1]
+                print(f"  wrote {a.out} (best so far)", flush=True)
+            log.setdefault("args", {k: v for k, v in vars(a).items() if k != "step_offset"})
+            ref = env["t_start"] if a.step_offset == 0 else t_train
+            log["wall_s"] = log.get("wall_s_before", 0.0) + time.time() - ref
+            with open(env["log_path"], "w") as f:
+                json.dump(log, f)
+            plot_losses(log, os.path.join(a.out, "loss_curve.png"))
+        if a.time_steps and step + 1 == a.time_steps:
+            print(f"{a.time_steps} steps in {time.time() - t_train:.1f}s")
+            return "timed"
+    log["wall_s_before"] = log["wall_s"]
+    return "done"
 
 
 def final_report(a, cfg, cfgd, fmt, heldout, ho_text, eos_ids, log_path, t_start):
@@ -544,6 +586,14 @@ def write_card(a):
                         for r in log["eval"])
     samples = "\n".join(f"    {t!r} -> {'correct' if ok else 'wrong'}"
                          for t, ok in res.get("samples", []))
+    stages = log.get("stages", [])
+    stage2 = ""
+    if len(stages) > 1:
+        s2 = stages[1]
+        stage2 = (f" Stage 2 (`--stage2-*`): {s2['steps']} more steps from the stage-1 checkpoint"
+                  f" (its bf16 weights), fresh AdamW, lr {s2['lr']} with {s2.get('warmup')} warm-up"
+                  f" steps and cosine to 10%, sparse attention throughout, a new problem stream"
+                  f" (seed {s2['seed']}).")
     card = f"""# glm-moe-dsa-arith-6m
 
 A tiny GlmMoeDsa (GLM-5-class: MLA + DSA indexer with IndexShare + DeepSeekMoE + one MTP layer)
@@ -601,7 +651,7 @@ and numbers always tokenize one digit per token (LLaMA/DeepSeek-style digit spli
 
 ## Training
 
-`/usr/bin/python3 tools/train.py` (= `make train-model`), defaults: {args.get('steps')} steps ×
+`/usr/bin/python3 tools/train.py` (= `make train-model`), defaults: stage 1, {args.get('steps')} steps ×
 {args.get('batch')} packed sequences of {args.get('seq_len')} tokens, AdamW (β 0.9/0.95, wd
 {args.get('weight_decay')}), lr {args.get('lr')} with {args.get('warmup')} warm-up steps and cosine to 10%, grad clip 1,
 seed {args.get('seed')}. Loss = main CE + {args.get('mtp_weight')} × MTP CE (row t predicts token t+2 from
@@ -611,7 +661,7 @@ summed over heads, of the layers that use its selection; indexer input detached)
 {args.get('dense_frac', 0):.0%} of the steps run dense attention (warm-up), the rest the real top-{cfg.index_topk} sparse
 attention. MoE balance: aux-loss-free bias update, γ = {args.get('bias_gamma')}. Every
 {args.get('eval_every')} steps the bf16-rounded weights are evaluated (greedy exact match on the first
-{args.get('eval_n')} held-out problems) and the best is written here.
+{args.get('eval_n')} held-out problems) and the best is written here.{stage2}
 
 Wall time: {log.get('wall_s', 0) / 60:.0f} min for the run ({last['time'] / 60:.0f} min of training steps, about
 {last['time'] / (last['step'] + 1):.1f} s/step) on one core of a shared, busy 2-core machine
