@@ -590,6 +590,12 @@ def cmd_fixtures(out_dir):
             byte_level_pre(prefix=False, use_regex=False)]}
         fixtures[name] = make_tokenizer_json(vocab, merges, False, False, {"type": "NFC"}, pre,
                                              glm_added[:3])
+    # The test checkpoints' tokenizer (tools/make_fixtures.py), when it is there.
+    tiny = os.path.join(out_dir, "..", "data", "tiny", "tokenizer.json")
+    if os.path.exists(tiny):
+        k = make_goldens(tiny, "../data/tiny/tokenizer.json",
+                         os.path.join(out_dir, "tiny.golden.json"))
+        print(f"tiny: {k} cases")
     for name, tj in fixtures.items():
         p = os.path.join(out_dir, name + ".tokenizer.json")
         write_json(p, tj)

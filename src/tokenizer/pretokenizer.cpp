@@ -171,92 +171,106 @@ bool PreTokenizer::has_byte_level() const {
                      [](const Step& s) { return s.kind == Step::Kind::kByteLevel; });
 }
 
-void PreTokenizer::ApplyStep(const Step& step, std::vector<std::string>* in,
-                             std::vector<std::string>* out) const {
-  std::vector<std::pair<size_t, size_t>> spans;
-  std::vector<bool> is_match;
-  // Fills spans/is_match from the regex matches of `text` (HF Pattern::find_matches).
-  auto regex_spans = [&](const Regex& rx, std::string_view text, bool invert) {
-    spans.clear();
-    is_match.clear();
+void PreTokenizer::Run(size_t k, std::string_view piece,
+                       FunctionRef<void(std::string_view)> emit) const {
+  if (piece.empty()) return;
+  if (k == steps_.size()) {
+    emit(piece);
+    return;
+  }
+  const Step& step = steps_[k];
+  auto next = [&](std::string_view p) { Run(k + 1, p, emit); };
+  // Emits gaps and (unless drop_matches) matches of `rx` in `text`: Isolated / Removed.
+  auto split_isolated = [&](const Regex& rx, std::string_view text, bool drop_matches, auto&& out) {
     size_t prev = 0;
     rx.FindAll(text, [&](size_t s, size_t e) {
-      if (prev != s) {
-        spans.emplace_back(prev, s);
-        is_match.push_back(invert);
-      }
-      spans.emplace_back(s, e);
-      is_match.push_back(!invert);
+      if (prev != s) out(text.substr(prev, s - prev));
+      if (!drop_matches) out(text.substr(s, e - s));
       prev = e;
     });
-    if (prev != text.size()) {
-      spans.emplace_back(prev, text.size());
-      is_match.push_back(invert);
-    }
+    if (prev != text.size()) out(text.substr(prev));
   };
-  for (std::string& piece : *in) {
-    switch (step.kind) {
-      case Step::Kind::kSplit:
-        regex_spans(*step.regex, piece, step.invert);
-        ApplySplitBehavior(piece, spans, is_match, step.behavior, out);
-        break;
-      case Step::Kind::kDigits: {
-        spans.clear();
-        is_match.clear();
+  switch (step.kind) {
+    case Step::Kind::kSplit: {
+      if (step.behavior == SplitBehavior::kIsolated ||
+          (step.behavior == SplitBehavior::kRemoved && !step.invert)) {
+        split_isolated(*step.regex, piece, step.behavior == SplitBehavior::kRemoved, next);
+        return;
+      }
+      // HF Pattern::find_matches: matches and the gaps between them, in order.
+      std::vector<std::pair<size_t, size_t>> spans;
+      std::vector<bool> is_match;
+      auto add_span = [&](size_t s, size_t e, bool m) {
+        spans.emplace_back(s, e);
+        is_match.push_back(m);
+      };
+      size_t prev = 0;
+      step.regex->FindAll(piece, [&](size_t s, size_t e) {
+        if (prev != s) add_span(prev, s, step.invert);
+        add_span(s, e, !step.invert);
+        prev = e;
+      });
+      if (prev != piece.size()) add_span(prev, piece.size(), step.invert);
+      std::vector<std::string> parts;
+      ApplySplitBehavior(piece, spans, is_match, step.behavior, &parts);
+      for (const std::string& p : parts) next(p);
+      return;
+    }
+    case Step::Kind::kDigits: {
+      const auto digit = [&](size_t i) { return piece[i] >= '0' && piece[i] <= '9'; };
+      if (step.individual_digits) {
         size_t prev = 0;
         for (size_t i = 0; i < piece.size(); ++i) {
-          if (piece[i] >= '0' && piece[i] <= '9') {
-            if (prev != i) {
-              spans.emplace_back(prev, i);
-              is_match.push_back(false);
-            }
-            spans.emplace_back(i, i + 1);
-            is_match.push_back(true);
+          if (digit(i)) {
+            if (prev != i) next(piece.substr(prev, i - prev));
+            next(piece.substr(i, 1));
             prev = i + 1;
           }
         }
-        if (prev != piece.size()) {
-          spans.emplace_back(prev, piece.size());
-          is_match.push_back(false);
-        }
-        ApplySplitBehavior(
-            piece, spans, is_match,
-            step.individual_digits ? SplitBehavior::kIsolated : SplitBehavior::kContiguous, out);
-        break;
+        if (prev != piece.size()) next(piece.substr(prev));
+        return;
       }
-      case Step::Kind::kByteLevel: {
-        if (step.add_prefix_space && (piece.empty() || piece[0] != ' ')) piece.insert(0, " ");
-        const size_t first = out->size();
-        if (step.regex != nullptr) {
-          regex_spans(*step.regex, piece, false);
-          ApplySplitBehavior(piece, spans, is_match, SplitBehavior::kIsolated, out);
-        } else if (!piece.empty()) {
-          out->push_back(std::move(piece));
+      // Contiguous: runs of digits and runs of non-digits.
+      size_t start = 0;
+      for (size_t i = 1; i <= piece.size(); ++i) {
+        if (i == piece.size() || digit(i) != digit(i - 1)) {
+          next(piece.substr(start, i - start));
+          start = i;
         }
-        std::string mapped;
-        for (size_t i = first; i < out->size(); ++i) {
-          mapped.clear();
-          alphabet_->Encode((*out)[i], &mapped);
-          (*out)[i].swap(mapped);
-        }
-        break;
       }
+      return;
+    }
+    case Step::Kind::kByteLevel: {
+      std::string prefixed;
+      std::string_view text = piece;
+      if (step.add_prefix_space && piece[0] != ' ') {
+        prefixed.reserve(piece.size() + 1);
+        prefixed.push_back(' ');
+        prefixed.append(piece);
+        text = prefixed;
+      }
+      std::string mapped;
+      auto map_next = [&](std::string_view sub) {
+        mapped.clear();
+        alphabet_->Encode(sub, &mapped);
+        next(mapped);
+      };
+      if (step.regex != nullptr) {
+        split_isolated(*step.regex, text, false, map_next);
+      } else {
+        map_next(text);
+      }
+      return;
     }
   }
 }
 
+void PreTokenizer::Apply(std::string_view segment, FunctionRef<void(std::string_view)> emit) const {
+  Run(0, segment, emit);
+}
+
 void PreTokenizer::Apply(std::string_view segment, std::vector<std::string>* pieces) const {
-  if (steps_.empty()) {
-    pieces->emplace_back(segment);
-    return;
-  }
-  std::vector<std::string> cur{std::string(segment)}, next;
-  for (const Step& step : steps_) {
-    next.clear();
-    ApplyStep(step, &cur, &next);
-    cur.swap(next);
-  }
-  for (std::string& p : cur) pieces->push_back(std::move(p));
+  Run(0, segment, [&](std::string_view p) { pieces->emplace_back(p); });
 }
 
 }  // namespace mx::tok

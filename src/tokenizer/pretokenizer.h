@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/tokenizer_util.h"
 #include "tokenizer/unicode_regex.h"
 
 namespace mx::tok {
@@ -35,8 +36,11 @@ class PreTokenizer {
   // `j` is the "pre_tokenizer" value (may be null: the whole segment is one piece).
   static Result<PreTokenizer> FromJson(const nlohmann::json& j, const std::string& where);
 
-  // Splits `segment` (valid UTF-8, non-empty) and appends the pieces to *pieces. Pieces after a
-  // ByteLevel step are in the byte-level alphabet.
+  // Splits `segment` (valid UTF-8) and calls emit(piece) for each non-empty piece in order,
+  // streaming (no list of all pieces is built). Pieces after a ByteLevel step are in the
+  // byte-level alphabet. A piece is only valid during its emit call.
+  void Apply(std::string_view segment, FunctionRef<void(std::string_view)> emit) const;
+  // The same, appending the pieces to *pieces.
   void Apply(std::string_view segment, std::vector<std::string>* pieces) const;
 
   // True if a ByteLevel step maps pieces to the byte-level alphabet.
@@ -52,8 +56,7 @@ class PreTokenizer {
     bool individual_digits = false;
   };
   static Status Parse(const nlohmann::json& j, const std::string& where, PreTokenizer* out);
-  void ApplyStep(const Step& step, std::vector<std::string>* in,
-                 std::vector<std::string>* out) const;
+  void Run(size_t step, std::string_view piece, FunctionRef<void(std::string_view)> emit) const;
 
   std::vector<Step> steps_;  // a Sequence, flattened
   std::shared_ptr<const ByteLevelAlphabet> alphabet_;

@@ -180,11 +180,9 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool allow_special
   }
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 4);
-  std::vector<std::string> pieces;
+  auto encode_piece = [&](std::string_view piece) { im.model->EncodeWord(piece, &ids); };
   auto encode_normalized = [&](std::string_view seg) {
-    pieces.clear();
-    im.pre_tokenizer->Apply(seg, &pieces);
-    for (const std::string& p : pieces) im.model->EncodeWord(p, &ids);
+    im.pre_tokenizer->Apply(seg, encode_piece);
   };
   auto push_id = [&](int32_t id) { ids.push_back(id); };
   im.added->Split(

@@ -41,8 +41,8 @@ bool AddedVocab::IsWordChar(std::string_view text, size_t pos, bool before) cons
 }
 
 void AddedVocab::Split(std::string_view text, bool normalized, bool allow_special,
-                       const std::function<void(std::string_view)>& on_text,
-                       const std::function<void(int32_t)>& on_token) const {
+                       FunctionRef<void(std::string_view)> on_text,
+                       FunctionRef<void(int32_t)> on_token) const {
   size_t start_offset = 0;
   size_t i = 0;
   const size_t n = text.size();

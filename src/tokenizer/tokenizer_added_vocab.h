@@ -5,12 +5,13 @@
 
 #include <array>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
+#include "tokenizer/tokenizer_util.h"
 #include "tokenizer/unicode_regex.h"
 
 namespace mx::tok {
@@ -33,8 +34,8 @@ class AddedVocab {
   // `normalized` (special ones only if allow_special). Calls on_text(segment) for text between
   // matches (non-empty) and on_token(id) for each match, in order.
   void Split(std::string_view text, bool normalized, bool allow_special,
-             const std::function<void(std::string_view)>& on_text,
-             const std::function<void(int32_t)>& on_token) const;
+             FunctionRef<void(std::string_view)> on_text,
+             FunctionRef<void(int32_t)> on_token) const;
 
   const std::vector<AddedToken>& tokens() const { return tokens_; }
   bool empty() const { return tokens_.empty(); }

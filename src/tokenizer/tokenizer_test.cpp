@@ -177,6 +177,23 @@ TEST(Tokenizer, NormalizedAddedTokenMatchesAfterNfc) {
   EXPECT_NE(std::find(ids.begin(), ids.end(), cafe), ids.end());
 }
 
+// The test checkpoint's own cases (tools/make_fixtures.py, a third implementation).
+TEST(Tokenizer, TinyCheckpointFixtureCases) {
+  const std::string dir = std::string(MX_TEST_DATA_DIR) + "/tiny";
+  const std::string cases_text = ReadFileOrEmpty(dir + "/fixtures/tokenizer_cases.json");
+  if (cases_text.empty()) GTEST_SKIP() << "no " << dir << "/fixtures/tokenizer_cases.json";
+  auto tok = Tokenizer::FromFile(dir + "/tokenizer.json");
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  for (const auto& c : nlohmann::json::parse(cases_text)["cases"]) {
+    const auto want = c["ids"].get<std::vector<int32_t>>();
+    EXPECT_EQ(tok->Encode(c["text"].get<std::string>()), want) << c["text"];
+    EXPECT_EQ(tok->Decode(want), c["text"].get<std::string>());
+  }
+  EXPECT_EQ(tok->TokenId("<|endoftext|>"), 300);
+  EXPECT_TRUE(tok->IsSpecial(300));
+  EXPECT_EQ(tok->vocab_size(), 320);
+}
+
 // ---- malformed tokenizer.json ---------------------------------------------------------------
 
 std::string MinimalJson() {

@@ -80,8 +80,7 @@ size_t Utf8Len(unsigned char b) { return b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 
 
 }  // namespace
 
-bool Regex::FindAll(std::string_view text,
-                    const std::function<void(size_t, size_t)>& on_match) const {
+bool Regex::FindAll(std::string_view text, FunctionRef<void(size_t, size_t)> on_match) const {
   MatchScratch s(impl_->code);
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t pos = 0;

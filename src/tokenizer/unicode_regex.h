@@ -3,12 +3,12 @@
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "base/status.h"
+#include "tokenizer/tokenizer_util.h"
 
 namespace mx::tok {
 
@@ -28,8 +28,7 @@ class Regex {
   // `text`, left to right (an empty match advances one character and is not reported).
   // REQUIRES: text is valid UTF-8.
   // Returns false if PCRE2 gave up (resource limit) part way; the matches so far were reported.
-  bool FindAll(std::string_view text,
-               const std::function<void(size_t start, size_t end)>& on_match) const;
+  bool FindAll(std::string_view text, FunctionRef<void(size_t start, size_t end)> on_match) const;
   // True if the pattern matches somewhere in text.
   bool Search(std::string_view text) const;
 
