@@ -374,7 +374,7 @@ def main():
     ap.add_argument("--eval-n", type=int, default=60)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--time-steps", type=int, default=0, help="only time N steps and exit")
-    ap.add_argument("--stage2-steps", type=int, default=500)
+    ap.add_argument("--stage2-steps", type=int, default=600)
     ap.add_argument("--stage2-lr", type=float, default=1e-3)
     ap.add_argument("--stage2-warmup", type=int, default=20)
     ap.add_argument("--only-stage2", action="store_true",
