@@ -6,6 +6,7 @@
 //   2: the rest is a sequence of little-endian 16-bit ids to decode, whole and streamed.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -47,12 +48,15 @@ const mx::tok::Tokenizer& Fixed() {
       if (u == "\"" || u == "\\") u = "\\" + u;
       vocab += (b ? "," : "") + std::string("\"") + u + "\":" + std::to_string(b);
     }
-    vocab += R"(,"th":256,"the":257,"\u0120t":258,"\u0120the":259)";
-    const std::string merges = R"(["t h", "th e", "\u0120 t", "\u0120t he"])";
+    vocab += R"(,"th":256,"the":257,"\u0120t":258,"\u0120th":259,"\u0120the":260)";
+    const std::string merges = R"(["t h", "th e", "\u0120 t", "\u0120t h", "\u0120th e"])";
     json.replace(json.find("\"vocab\": {}"), 11, "\"vocab\": {" + vocab + "}");
     json.replace(json.find("\"merges\": []"), 12, "\"merges\": " + merges);
     auto r = mx::tok::Tokenizer::FromJson(json);
-    if (!r.ok()) std::abort();
+    if (!r.ok()) {
+      std::fprintf(stderr, "fixed tokenizer: %s\n", r.status().ToString().c_str());
+      std::abort();
+    }
     return new mx::tok::Tokenizer(std::move(r).value());
   }();
   return *tok;

@@ -2,8 +2,10 @@
 // round trips, invalid input, complexity on 1 MB and malformed tokenizer.json files.
 #include "tokenizer/tokenizer.h"
 
+#include <atomic>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -168,6 +170,33 @@ TEST(Tokenizer, OneMegabyteIsLinear) {
     EXPECT_FALSE(ids.empty());
     EXPECT_EQ(tok.Decode(ids), in);
   }
+}
+
+// Encode from several threads at once (shared piece cache) gives the single-thread answer.
+TEST(Tokenizer, ConcurrentEncodeAgrees) {
+  Tokenizer tok = Load("gpt2_style.tokenizer.json");
+  std::vector<std::string> texts;
+  for (int i = 0; i < 64; ++i) {
+    texts.push_back("thread " + std::to_string(i * 7919) + " caf\xC3\xA9 the quick brown fox " +
+                    std::string(i % 5, ' ') + "\xE4\xBD\xA0\xE5\xA5\xBD <mask> x" +
+                    std::to_string(i));
+  }
+  std::vector<std::vector<int32_t>> want;
+  for (const auto& t : texts) want.push_back(tok.Encode(t));
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 50; ++rep) {
+        for (size_t i = 0; i < texts.size(); ++i) {
+          const size_t k = (i + t * 13 + rep) % texts.size();
+          if (tok.Encode(texts[k]) != want[k]) ++mismatches;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(Tokenizer, NormalizedAddedTokenMatchesAfterNfc) {
