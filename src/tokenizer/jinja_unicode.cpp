@@ -226,7 +226,6 @@ std::string PyCapitalize(std::string_view s) {
 }
 
 std::string PyStrip(std::string_view s, const std::string* chars, bool left, bool right) {
-  std::vector<char32_t> cps = DecodeUtf8(s);
   std::vector<char32_t> set;
   if (chars) set = DecodeUtf8(*chars);
   auto strip_it = [&](char32_t c) {
@@ -235,12 +234,31 @@ std::string PyStrip(std::string_view s, const std::string* chars, bool left, boo
       if (x == c) return true;
     return false;
   };
-  size_t b = 0, e = cps.size();
-  if (left)
-    while (b < e && strip_it(cps[b])) ++b;
-  if (right)
-    while (e > b && strip_it(cps[e - 1])) --e;
-  return EncodeUtf8(std::u32string_view(cps.data() + b, e - b));
+  size_t b = 0, e = s.size();
+  if (left) {
+    while (b < e) {
+      size_t next = b;
+      if (!strip_it(DecodeUtf8At(s, &next))) break;
+      b = next;
+    }
+  }
+  if (right) {
+    while (e > b) {
+      // Start of the last code point: back over at most 3 continuation bytes.
+      size_t start = e - 1;
+      while (start > b && e - start < 4 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80)
+        --start;
+      size_t next = start;
+      char32_t c = DecodeUtf8At(s, &next);
+      if (next != e) {  // invalid sequence: treat the last byte alone
+        start = e - 1;
+        c = 0xFFFD;
+      }
+      if (!strip_it(c)) break;
+      e = start;
+    }
+  }
+  return std::string(s.substr(b, e - b));
 }
 
 }  // namespace mx::jinja
