@@ -11,12 +11,12 @@
 
 namespace {
 
-struct Run {
+struct CmdResult {
   int code;
   std::string out;
 };
 
-Run Exec(const std::string& args) {
+CmdResult Exec(const std::string& args) {
   std::string cmd = std::string(MXSERVE_BIN) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
@@ -28,16 +28,16 @@ Run Exec(const std::string& args) {
 }
 
 TEST(Cli, HelpAndVersion) {
-  Run h = Exec("--help");
+  CmdResult h = Exec("--help");
   EXPECT_EQ(h.code, 0);
   EXPECT_NE(h.out.find("inspect"), std::string::npos);
-  Run v = Exec("--version");
+  CmdResult v = Exec("--version");
   EXPECT_EQ(v.code, 0);
   EXPECT_EQ(v.out.rfind("mxserve ", 0), 0u) << v.out;
 }
 
 TEST(Cli, EveryVerbHasHelp) {
-  Run h = Exec("--help");
+  CmdResult h = Exec("--help");
   // verbs are listed under "Subcommands:" one per line, name first
   auto pos = h.out.find("Subcommands:");
   ASSERT_NE(pos, std::string::npos);
@@ -52,7 +52,7 @@ TEST(Cli, EveryVerbHasHelp) {
     size_t b = line.find_first_not_of(' ');
     if (b == std::string::npos) continue;
     std::string verb = line.substr(b, line.find(' ', b) - b);
-    Run vh = Exec(verb + " --help");
+    CmdResult vh = Exec(verb + " --help");
     EXPECT_EQ(vh.code, 0) << verb;
     EXPECT_NE(vh.out.find("Usage:"), std::string::npos) << verb;
     ++verbs;
@@ -64,14 +64,14 @@ TEST(Cli, UnknownVerbAndBadFlagsAreUsageErrors) {
   EXPECT_NE(Exec("frobnicate").code, 0);
   EXPECT_NE(Exec("").code, 0);
   EXPECT_NE(Exec("inspect --no-such-flag").code, 0);
-  Run bad_level = Exec("--log-level loud inspect --config " MX_SHARED_DIR "/configs/glm-5.2.json");
+  CmdResult bad_level = Exec("--log-level loud inspect --config " MX_SHARED_DIR "/configs/glm-5.2.json");
   EXPECT_NE(bad_level.code, 0);
   EXPECT_NE(bad_level.out.find("loud"), std::string::npos);
 }
 
 TEST(Cli, InspectGlm52ConfigJson) {
   auto t0 = std::chrono::steady_clock::now();
-  Run r = Exec("inspect --config " MX_SHARED_DIR "/configs/glm-5.2.json --json");
+  CmdResult r = Exec("inspect --config " MX_SHARED_DIR "/configs/glm-5.2.json --json");
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.code, 0) << r.out.substr(0, 500);
   auto j = nlohmann::json::parse(r.out);
@@ -89,7 +89,7 @@ TEST(Cli, InspectGlm52ConfigJson) {
 }
 
 TEST(Cli, InspectHumanOutput) {
-  Run r = Exec("inspect --config " MX_SHARED_DIR "/configs/glm-5.2.json");
+  CmdResult r = Exec("inspect --config " MX_SHARED_DIR "/configs/glm-5.2.json");
   ASSERT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("753.33 B (743.38 B main + 9.95 B MTP)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("59,585"), std::string::npos);
@@ -97,19 +97,19 @@ TEST(Cli, InspectHumanOutput) {
 }
 
 TEST(Cli, InspectCheckpointAndErrors) {
-  Run ok = Exec("inspect " MX_TEST_DATA_DIR "/tiny-glm52 --json");
+  CmdResult ok = Exec("inspect " MX_TEST_DATA_DIR "/tiny-glm52 --json");
   ASSERT_EQ(ok.code, 0) << ok.out.substr(0, 500);
   auto j = nlohmann::json::parse(ok.out);
   EXPECT_TRUE(j["checkpoint"]["ok"].get<bool>());
   EXPECT_EQ(
       j["checkpoint"]["formats"]["bf16"].get<int>() + j["checkpoint"]["formats"]["f32"].get<int>(),
       static_cast<int>(j["tensors"].size()));
-  Run missing = Exec("inspect /nonexistent-dir");
+  CmdResult missing = Exec("inspect /nonexistent-dir");
   EXPECT_EQ(missing.code, 1);
   EXPECT_NE(missing.out.find("/nonexistent-dir"), std::string::npos) << missing.out;
-  Run both = Exec("inspect " MX_TEST_DATA_DIR "/tiny --config x.json");
+  CmdResult both = Exec("inspect " MX_TEST_DATA_DIR "/tiny --config x.json");
   EXPECT_EQ(both.code, 2);
-  Run badcfg = Exec("inspect --config " MX_TEST_DATA_DIR "/README.md");
+  CmdResult badcfg = Exec("inspect --config " MX_TEST_DATA_DIR "/README.md");
   EXPECT_EQ(badcfg.code, 1);
   EXPECT_NE(badcfg.out.find("not valid JSON"), std::string::npos) << badcfg.out;
 }
