@@ -5,6 +5,8 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,8 +18,9 @@ struct CmdResult {
   std::string out;
 };
 
-CmdResult Exec(const std::string& args) {
-  std::string cmd = std::string(MXSERVE_BIN) + " " + args + " 2>&1";
+// Runs mxserve with `args`; stderr is merged into the output unless `stderr_too` is false.
+CmdResult Exec(const std::string& args, bool stderr_too = true) {
+  std::string cmd = std::string(MXSERVE_BIN) + " " + args + (stderr_too ? " 2>&1" : " 2>/dev/null");
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 65536> buf;
@@ -64,7 +67,8 @@ TEST(Cli, UnknownVerbAndBadFlagsAreUsageErrors) {
   EXPECT_NE(Exec("frobnicate").code, 0);
   EXPECT_NE(Exec("").code, 0);
   EXPECT_NE(Exec("inspect --no-such-flag").code, 0);
-  CmdResult bad_level = Exec("--log-level loud inspect --config " MX_SHARED_DIR "/configs/glm-5.2.json");
+  CmdResult bad_level =
+      Exec("--log-level loud inspect --config " MX_SHARED_DIR "/configs/glm-5.2.json");
   EXPECT_NE(bad_level.code, 0);
   EXPECT_NE(bad_level.out.find("loud"), std::string::npos);
 }
@@ -112,6 +116,70 @@ TEST(Cli, InspectCheckpointAndErrors) {
   CmdResult badcfg = Exec("inspect --config " MX_TEST_DATA_DIR "/README.md");
   EXPECT_EQ(badcfg.code, 1);
   EXPECT_NE(badcfg.out.find("not valid JSON"), std::string::npos) << badcfg.out;
+}
+
+}  // namespace
+
+namespace {
+
+std::string Join(const nlohmann::json& ids) {
+  std::string s;
+  for (const auto& v : ids) s += (s.empty() ? "" : ",") + std::to_string(v.get<int>());
+  return s;
+}
+
+// `generate --prompt-ids --print-ids` reproduces the reference's 32-token greedy continuations
+// (on a checkpoint directory copy without tokenizer files for one of them).
+TEST(Cli, GeneratePromptIdsMatchesGoldenGreedy) {
+  for (const char* ckpt : {"tiny", "tiny-glm52"}) {
+    std::ifstream f(std::string(MX_TEST_DATA_DIR) + "/" + ckpt + "/fixtures/greedy.json");
+    auto j = nlohmann::json::parse(f);
+    for (const char* p : {"prompt_3", "prompt_17", "prompt_40"}) {
+      const auto& c = j["prompts"][p];
+      CmdResult r =
+          Exec(std::string("generate ") + MX_TEST_DATA_DIR + "/" + ckpt + " --prompt-ids " +
+                   Join(c["prompt_ids"]) + " --print-ids --ignore-eos --max-tokens 32",
+               /*stderr_too=*/false);
+      ASSERT_EQ(r.code, 0) << r.out;
+      EXPECT_EQ(r.out, Join(c["greedy_ids"]) + "\n") << ckpt << " " << p;
+    }
+  }
+}
+
+TEST(Cli, GenerateWithoutTokenizerFilesAndErrors) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "mx_no_tokenizer";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"}) {
+    fs::copy_file(fs::path(MX_TEST_DATA_DIR) / "tiny" / f, dir / f);
+  }
+  CmdResult ok =
+      Exec("generate " + dir.string() + " --prompt-ids 302,304,307 --print-ids --max-tokens 4",
+           /*stderr_too=*/false);
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  CmdResult text = Exec("generate " + dir.string() + " --prompt hello");
+  EXPECT_EQ(text.code, 1);
+  EXPECT_NE(text.out.find("tokenizer.json"), std::string::npos) << text.out;
+  CmdResult range = Exec("generate " + dir.string() + " --prompt-ids 1,99999 --print-ids");
+  EXPECT_EQ(range.code, 1);
+  EXPECT_NE(range.out.find("99999"), std::string::npos) << range.out;
+  CmdResult bad = Exec("generate " + dir.string() + " --prompt-ids 1,x --print-ids");
+  EXPECT_EQ(bad.code, 1);
+  CmdResult kernels =
+      Exec("generate " + dir.string() + " --prompt-ids 1 --print-ids --kernels sse9");
+  EXPECT_EQ(kernels.code, 1);
+  EXPECT_NE(kernels.out.find("sse9"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Cli, GenerateTextAndChatOnTinyCheckpoint) {
+  CmdResult r = Exec("generate " MX_TEST_DATA_DIR
+                     "/tiny --prompt 'The licenses' --chat --max-tokens 8 --temperature 0.8 "
+                     "--top-p 0.9 --seed 3");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("decode"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GB/s"), std::string::npos) << r.out;
 }
 
 }  // namespace
