@@ -1,0 +1,113 @@
+// The engine's public face for the server and offline tools: a thread-safe submit / stream /
+// abort interface over one engine loop thread (continuous batching, chunked prefill, paged KV
+// cache with a radix prefix cache, sampling, speculative decoding when enabled). Requests and
+// outputs are native structs: the engine never sees JSON or HTTP.
+//
+// Thread-safety: every public method of Engine may be called from any thread. A
+// RequestStream is owned by one consumer thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/sampler.h"
+
+namespace mx {
+
+enum class FinishReason { kNone, kStop, kLength, kAbort };
+const char* FinishReasonName(FinishReason r);  // "stop", "length", "abort"
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;  // token ids, already templated and tokenized
+  SamplingParams sampling;      // temperature, top_k, top_p, min_p, seed
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
+  float repetition_penalty = 1.0f;
+  int32_t max_tokens = 16;
+  int32_t min_tokens = 0;
+  bool ignore_eos = false;
+  std::vector<int32_t> stop_token_ids;  // in addition to the model's EOS ids
+  std::vector<std::string> stop;        // stop strings, matched across token boundaries
+  int32_t top_logprobs = -1;            // -1: no logprobs; 0: sampled token only; n: top-n
+};
+
+struct TokenLogprob {
+  int32_t token;
+  float logprob;
+};
+
+// One chunk of output: tokens produced since the previous chunk. The last chunk of a request
+// has finish != kNone. Text is decoded by the consumer (the server's streaming detokenizer);
+// `stop_trim_bytes` tells it how many bytes at the end of the decoded output belong to a
+// matched stop string and must not be shown.
+struct GenerationChunk {
+  std::vector<int32_t> tokens;
+  std::vector<TokenLogprob> logprobs;          // per token, when requested
+  std::vector<std::vector<TokenLogprob>> top;  // per token: top-n alternatives
+  FinishReason finish = FinishReason::kNone;
+  std::string matched_stop;  // the stop string or "" (stop token / EOS)
+  std::optional<int32_t> matched_stop_token;
+  Status error;  // non-ok: the request failed
+  // Filled on the last chunk:
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;
+  int32_t cached_tokens = 0;  // prompt tokens served from the radix cache
+  double queue_seconds = 0;
+  double ttft_seconds = 0;
+  double e2e_seconds = 0;
+};
+
+using RequestId = uint64_t;
+
+class RequestStream {
+ public:
+  virtual ~RequestStream() = default;
+  virtual RequestId id() const = 0;
+  // Blocks up to `timeout` for the next chunk; nullopt on timeout. After a chunk with
+  // finish != kNone, returns that request's end forever.
+  virtual std::optional<GenerationChunk> Next(std::chrono::milliseconds timeout) = 0;
+};
+
+struct EngineStats {
+  int64_t running = 0;
+  int64_t queued = 0;
+  int64_t kv_pages_used = 0;
+  int64_t kv_pages_total = 0;
+  int64_t kv_page_size = 0;
+  int64_t prompt_tokens_total = 0;
+  int64_t generation_tokens_total = 0;
+  int64_t cached_prompt_tokens_total = 0;
+  int64_t radix_lookups = 0;
+  int64_t radix_hit_tokens = 0;  // hit rate = cached / prompt tokens looked up
+  int64_t requests_finished = 0;
+  int64_t requests_aborted = 0;
+  int64_t requests_rejected = 0;
+  int64_t retractions = 0;
+  double spec_accept_length_mean = 0;  // 0 when speculation is off
+  int64_t spec_drafts_proposed = 0;
+  int64_t spec_tokens_accepted = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // Errors: InvalidArgument (empty prompt, prompt + max_tokens beyond the context window, ids
+  // out of range), ResourceExhausted (queue full: the server answers 429).
+  virtual Result<std::unique_ptr<RequestStream>> Submit(GenerationRequest request) = 0;
+  // Aborts a queued or running request; its pages are released or cached within one step and
+  // its stream ends with FinishReason::kAbort. Unknown ids are ignored.
+  virtual void Abort(RequestId id) = 0;
+  virtual EngineStats Stats() const = 0;
+  virtual void FlushCache() = 0;
+  // Stops the loop after finishing (or aborting, past the deadline) what is running.
+  virtual void Shutdown(std::chrono::milliseconds drain_timeout) = 0;
+  virtual int64_t context_window() const = 0;
+  virtual int64_t vocab_size() const = 0;
+};
+
+}  // namespace mx
