@@ -93,6 +93,26 @@ struct EngineStats {
   int64_t spec_tokens_accepted = 0;
 };
 
+// Flags with sglang's names and meanings (the CLI maps --page-size, --max-total-tokens, ...).
+struct EngineOptions {
+  std::string model_dir;
+  int threads = 0;                      // 0 = one per core
+  std::string kernels;                  // "" = best for this CPU; ref|avx2|avx512
+  int64_t page_size = 64;               // tokens per KV page
+  int64_t max_total_tokens = 0;         // KV capacity in tokens; 0 = from mem_fraction
+  double mem_fraction = 0.3;            // of free memory for the KV pool when max_total_tokens == 0
+  std::string kv_cache_dtype = "auto";  // auto|bf16|fp8_e4m3|fp8_e4m3fnuz
+  int32_t max_running_requests = 64;
+  int32_t max_queued_requests = 1024;    // beyond: Submit returns ResourceExhausted
+  int64_t chunked_prefill_size = 512;    // prefill tokens per step
+  std::string schedule_policy = "fcfs";  // fcfs|lpm
+  bool disable_radix_cache = false;
+  // Speculative decoding (MTP); num_steps 0 = off.
+  int32_t speculative_num_steps = 0;
+  int32_t speculative_eagle_topk = 1;
+  int32_t speculative_num_draft_tokens = 0;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -109,5 +129,9 @@ class Engine {
   virtual int64_t context_window() const = 0;
   virtual int64_t vocab_size() const = 0;
 };
+
+// Loads the model (and its tokenizer.json when present, for stop strings) and starts the
+// engine loop thread. Errors name the file, tensor or flag that is wrong.
+Result<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options);
 
 }  // namespace mx
