@@ -48,13 +48,14 @@ void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer
   }
   for (const RowGroup& g : ctx.groups) {
     for (int64_t r = g.begin; r < g.end; ++r) {
-      std::copy(ki.data() + r * Di, ki.data() + (r + 1) * Di,
-                ctx.kv.IndexerKeyRow(g.seq, layer, ctx.pos[r]));
+      ctx.kv.WriteIndexerKeyRow(g.seq, layer, ctx.pos[r], ki.data() + r * Di);
     }
   }
   const float dot_scale = 1.0f / std::sqrt(static_cast<float>(Di));
   std::vector<float> scores;
+  std::vector<float> keys;  // [p+1, Di] cached keys of the current group
   for (const RowGroup& g : ctx.groups) {
+    int64_t n_keys = 0;
     for (int64_t r = g.begin; r < g.end; ++r) {
       const int64_t p = ctx.pos[r], n = std::min<int64_t>(K, p + 1);
       int32_t* out = topk + r * K;
@@ -64,8 +65,12 @@ void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer
         continue;
       }
       scores.assign(p + 1, 0.0f);
+      keys.resize((p + 1) * Di);
+      for (; n_keys <= p; ++n_keys) {
+        ctx.kv.ReadIndexerKeyRow(g.seq, layer, n_keys, keys.data() + n_keys * Di);
+      }
       for (int64_t t = 0; t <= p; ++t) {
-        const float* kt = ctx.kv.IndexerKeyRow(g.seq, layer, t);
+        const float* kt = keys.data() + t * Di;
         float s = 0.0f;
         for (int64_t h = 0; h < Hi; ++h) {
           const float* qh = qi.data() + (r * Hi + h) * Di;

@@ -1,6 +1,7 @@
 // ContiguousKvStore: one growable buffer per (sequence, layer).
 #include "model/kv_store.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "base/check.h"
@@ -62,6 +63,23 @@ float* ContiguousKvStore::IndexerKeyRow(int64_t seq, int64_t layer, int64_t pos)
   MX_CHECK_LT(pos, s.reserved);
   MX_CHECK(full_[layer]);
   return s.indexer[layer].data() + pos * index_width_;
+}
+
+void ContiguousKvStore::WriteMlaRow(int64_t seq, int64_t layer, int64_t pos, const float* row) {
+  std::copy_n(row, mla_width_, MlaRow(seq, layer, pos));
+}
+
+void ContiguousKvStore::ReadMlaRow(int64_t seq, int64_t layer, int64_t pos, float* out) {
+  std::copy_n(MlaRow(seq, layer, pos), mla_width_, out);
+}
+
+void ContiguousKvStore::WriteIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos,
+                                           const float* row) {
+  std::copy_n(row, index_width_, IndexerKeyRow(seq, layer, pos));
+}
+
+void ContiguousKvStore::ReadIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, float* out) {
+  std::copy_n(IndexerKeyRow(seq, layer, pos), index_width_, out);
 }
 
 }  // namespace mx

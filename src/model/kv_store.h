@@ -3,8 +3,10 @@
 //   indexer key [index_head_dim] (post LayerNorm + RoPE), on full-indexer layers only
 // Layers are 0..num_hidden_layers; the last one is the MTP layer (its own rows, same positions).
 // Prefill and decode share one forward: both write rows at their positions and read rows
-// 0..p. KvStore is the interface; ContiguousKvStore is the simple one-buffer-per-sequence
-// implementation (a paged store can implement the same interface later).
+// 0..p. KvStore is the interface; ContiguousKvStore is the simple fp32 one-buffer-per-sequence
+// implementation; kv/paged_kv_store.h is the engine's paged one (bf16 or fp8 rows).
+// Rows go in and come out as fp32 through Write*/Read*: a store may keep them in a narrower
+// dtype, so a row read back may differ from the row written by that dtype's rounding.
 #pragma once
 
 #include <cstdint>
@@ -24,11 +26,13 @@ class KvStore {
   // Makes positions [0, n_positions) of `seq` addressable on every layer.
   // Errors: ResourceExhausted when the store cannot hold that many; NotFound for an unknown seq.
   virtual Status Reserve(int64_t seq, int64_t n_positions) = 0;
-  // REQUIRES: Reserve(seq, > pos) succeeded. A row pointer is valid until the next Reserve or
-  // removal of that sequence; rows of different positions need not be adjacent.
-  virtual float* MlaRow(int64_t seq, int64_t layer, int64_t pos) = 0;
-  // REQUIRES: additionally, `layer` is a full-indexer layer.
-  virtual float* IndexerKeyRow(int64_t seq, int64_t layer, int64_t pos) = 0;
+  // REQUIRES: Reserve(seq, > pos) succeeded. `row` / `out` hold mla_cache_values floats.
+  // Rows of distinct (seq, pos) may be written concurrently.
+  virtual void WriteMlaRow(int64_t seq, int64_t layer, int64_t pos, const float* row) = 0;
+  virtual void ReadMlaRow(int64_t seq, int64_t layer, int64_t pos, float* out) = 0;
+  // REQUIRES: additionally, `layer` is a full-indexer layer; index_head_dim floats.
+  virtual void WriteIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, const float* row) = 0;
+  virtual void ReadIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, float* out) = 0;
 };
 
 // Thread-safety: none (one forward at a time; rows of distinct sequences may be written in
@@ -42,8 +46,15 @@ class ContiguousKvStore final : public KvStore {
   void RemoveSequence(int64_t seq);
 
   Status Reserve(int64_t seq, int64_t n_positions) override;
-  float* MlaRow(int64_t seq, int64_t layer, int64_t pos) override;
-  float* IndexerKeyRow(int64_t seq, int64_t layer, int64_t pos) override;
+  void WriteMlaRow(int64_t seq, int64_t layer, int64_t pos, const float* row) override;
+  void ReadMlaRow(int64_t seq, int64_t layer, int64_t pos, float* out) override;
+  void WriteIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, const float* row) override;
+  void ReadIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, float* out) override;
+
+  // Direct access to the fp32 rows (tests). A pointer is valid until the next Reserve or
+  // removal of that sequence.
+  float* MlaRow(int64_t seq, int64_t layer, int64_t pos);
+  float* IndexerKeyRow(int64_t seq, int64_t layer, int64_t pos);
 
  private:
   struct Sequence {

@@ -52,11 +52,14 @@ void AttendExpanded(const LayerContext& ctx, const AttentionWeights& w, int64_t 
                 Dv = c.v_head_dim, Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv;
   const int64_t S = ctx.pos[g.end - 1] + 1;  // cached keys needed by this group
   std::vector<float> lat(S * Rkv);           // [S, Rkv]
+  std::vector<float> kpe_rows(S * Dr);       // [S, Dr]
   std::vector<const float*> kpe(S);          // [S] → [Dr]
+  std::vector<float> row(Rkv + Dr);
   for (int64_t t = 0; t < S; ++t) {
-    const float* row = ctx.kv.MlaRow(g.seq, layer, t);
-    std::copy(row, row + Rkv, lat.data() + t * Rkv);
-    kpe[t] = row + Rkv;
+    ctx.kv.ReadMlaRow(g.seq, layer, t, row.data());
+    std::copy(row.begin(), row.begin() + Rkv, lat.data() + t * Rkv);
+    std::copy(row.begin() + Rkv, row.end(), kpe_rows.data() + t * Dr);
+    kpe[t] = kpe_rows.data() + t * Dr;
   }
   std::vector<float> kvb(S * H * Dkv);  // [S, H, Dn+Dv]: k_nope | v per head
   Linear(ctx.kt, ctx.pool, lat.data(), S, w.kv_b_proj, kvb.data());
@@ -94,8 +97,12 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   std::vector<float> q_lat(Rkv), o_lat(Rkv), s;
   for (int64_t r = g.begin; r < g.end; ++r) {
     const std::vector<int64_t> sel = Selection(ctx, topk, r);
+    std::vector<float> row_data(sel.size() * (Rkv + Dr));  // [sel, Rkv+Dr]
     std::vector<const float*> rows(sel.size());
-    for (size_t i = 0; i < sel.size(); ++i) rows[i] = ctx.kv.MlaRow(g.seq, layer, sel[i]);
+    for (size_t i = 0; i < sel.size(); ++i) {
+      ctx.kv.ReadMlaRow(g.seq, layer, sel[i], row_data.data() + i * (Rkv + Dr));
+      rows[i] = row_data.data() + i * (Rkv + Dr);
+    }
     s.resize(sel.size());
     for (int64_t h = 0; h < H; ++h) {
       const float* qh = q + (r * H + h) * Dq;
@@ -139,13 +146,14 @@ void MlaProject(const LayerContext& ctx, const AttentionWeights& w, int64_t laye
   }
   std::vector<float> kv(T * (Rkv + Dr));  // [T, Rkv+Dr]
   Linear(ctx.kt, ctx.pool, a, T, w.kv_a_proj_with_mqa, kv.data());
+  std::vector<float> row(Rkv + Dr);  // [latent c | k_pe]
   for (const RowGroup& g : ctx.groups) {
     for (int64_t r = g.begin; r < g.end; ++r) {
-      float* row = ctx.kv.MlaRow(g.seq, layer, ctx.pos[r]);
       const float* src = kv.data() + r * (Rkv + Dr);
-      ctx.kt.rms_norm(src, w.kv_a_layernorm.data(), eps, Rkv, row);
-      std::copy(src + Rkv, src + Rkv + Dr, row + Rkv);
-      ctx.kt.rope(row + Rkv, Dr, ctx.cos(r), ctx.sin(r), c.rope_interleave);
+      ctx.kt.rms_norm(src, w.kv_a_layernorm.data(), eps, Rkv, row.data());
+      std::copy(src + Rkv, src + Rkv + Dr, row.data() + Rkv);
+      ctx.kt.rope(row.data() + Rkv, Dr, ctx.cos(r), ctx.sin(r), c.rope_interleave);
+      ctx.kv.WriteMlaRow(g.seq, layer, ctx.pos[r], row.data());
     }
   }
 }

@@ -17,7 +17,7 @@
 
 namespace mx {
 
-// a [T, D] → cq [T, Rq], q [T, H·(Dn+Dr)]. Writes kv.MlaRow(seq, layer, pos) for every row.
+// a [T, D] → cq [T, Rq], q [T, H·(Dn+Dr)]. Writes the KV row (seq, layer, pos) of every row.
 void MlaProject(const LayerContext& ctx, const AttentionWeights& w, int64_t layer, const float* a,
                 float* cq, float* q);
 
