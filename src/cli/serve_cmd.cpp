@@ -1,0 +1,185 @@
+// `mxserve serve MODEL_DIR | --model NAME=DIR ...`: the OpenAI-compatible HTTP server (see
+// server/server.h). Engine flags carry sglang's names. The port answers /health with 503
+// while the models load; SIGTERM or SIGINT stops accepting, lets running requests finish up
+// to --shutdown-timeout, and exits 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/verb.h"
+#include "server/server.h"
+
+namespace mx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ServeArgs {
+  std::string model_dir;
+  std::string served_model_name;
+  std::vector<std::string> models;  // NAME=DIR
+  server::ServerOptions server;
+  EngineOptions engine;
+  double shutdown_timeout_s = 30;
+};
+
+Result<std::vector<std::pair<std::string, std::string>>> ModelList(const ServeArgs& a) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!a.model_dir.empty()) {
+    std::string name = a.served_model_name;
+    if (name.empty()) name = fs::path(a.model_dir).lexically_normal().filename().string();
+    if (name.empty()) name = fs::absolute(a.model_dir).parent_path().filename().string();
+    out.emplace_back(name, a.model_dir);
+  }
+  for (const std::string& m : a.models) {
+    size_t eq = m.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == m.size()) {
+      return InvalidArgument("--model '{}': expected NAME=DIR", m);
+    }
+    out.emplace_back(m.substr(0, eq), m.substr(eq + 1));
+  }
+  if (out.empty()) return InvalidArgument("give MODEL_DIR or at least one --model NAME=DIR");
+  for (size_t i = 0; i < out.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (out[i].first == out[j].first) {
+        return InvalidArgument("model name '{}' is given twice", out[i].first);
+      }
+    }
+  }
+  return out;
+}
+
+int RunServe(ServeArgs& a) {
+  auto models = ModelList(a);
+  if (!models.ok()) {
+    std::fprintf(stderr, "mxserve serve: %s\n", models.status().message().c_str());
+    return 2;
+  }
+  // Signals are taken by one waiting thread; every thread started from here inherits the mask.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  a.server.shutdown_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(a.shutdown_timeout_s * 1000));
+  server::Server srv(a.server);
+  if (Status st = srv.Bind(); !st.ok()) return Fail(st.message());
+  std::fprintf(stderr, "mxserve: listening on http://%s:%d (loading models)\n",
+               a.server.host.c_str(), srv.port());
+  std::thread http([&] { srv.Run(); });
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    std::fprintf(stderr, "mxserve: %s: draining (up to %.0f s), then exiting\n",
+                 sig == SIGTERM ? "SIGTERM" : "SIGINT", a.shutdown_timeout_s);
+    srv.Shutdown();
+  });
+  auto stop = [&](int code) {
+    pthread_kill(waiter.native_handle(), SIGTERM);
+    waiter.join();
+    http.join();
+    return code;
+  };
+
+  std::vector<Engine*> engines;
+  for (const auto& [name, dir] : *models) {
+    EngineOptions eo = a.engine;
+    eo.model_dir = dir;
+    eo.threads = Globals().threads;
+    auto engine = server::CreateServingEngine(eo);
+    if (!engine.ok()) {
+      Fail(fmt::format("model '{}' ({}): {}", name, dir, engine.status().message()));
+      return stop(1);
+    }
+    engines.push_back(engine->get());
+    auto served = server::LoadServedModel(name, dir, std::move(*engine));
+    if (!served.ok()) {
+      Fail(fmt::format("model '{}': {}", name, served.status().message()));
+      return stop(1);
+    }
+    srv.AddModel(std::move(*served));
+  }
+  if (Status st = srv.SetReady(); !st.ok()) {
+    Fail(st.message());
+    return stop(1);
+  }
+  const std::string auth = a.server.api_key.empty() ? "" : " -H 'Authorization: Bearer KEY'";
+  std::fprintf(
+      stderr,
+      "mxserve: ready, serving %zu model(s) on http://%s:%d\n"
+      "  curl http://%s:%d/v1/chat/completions%s -H 'Content-Type: application/json' "
+      "-d '{\"messages\":[{\"role\":\"user\",\"content\":\"12+34=\"}],\"max_tokens\":32}'\n",
+      models->size(), a.server.host.c_str(), srv.port(), a.server.host.c_str(), srv.port(),
+      auth.c_str());
+  waiter.join();
+  http.join();
+  for (Engine* e : engines) e->Shutdown(std::chrono::milliseconds(1000));
+  std::fprintf(stderr, "mxserve: stopped\n");
+  return 0;
+}
+
+VerbRun SetupServe(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  auto* sub = app.add_subcommand("serve",
+                                 "OpenAI-compatible HTTP server (chat, completions, "
+                                 "/generate, /metrics)");
+  sub->add_option("model_dir", a->model_dir, "Hugging Face checkpoint directory");
+  sub->add_option("--served-model-name", a->served_model_name,
+                  "name of MODEL_DIR in requests (default: the directory name)");
+  sub->add_option("--model", a->models, "serve another model: NAME=DIR (repeatable)");
+  sub->add_option("--default-model", a->server.default_model,
+                  "model for requests that name none (default: the first)");
+  sub->add_option("--host", a->server.host)->capture_default_str();
+  sub->add_option("--port", a->server.port, "0 = any free port")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  sub->add_option("--api-key", a->server.api_key,
+                  "require 'Authorization: Bearer KEY' (except /health)");
+  sub->add_option("--max-request-bytes", a->server.max_body_bytes, "request body size limit")
+      ->capture_default_str();
+  sub->add_option("--http-threads", a->server.http_threads,
+                  "HTTP workers = concurrent connections served")
+      ->check(CLI::Range(4, 65536))
+      ->capture_default_str();
+  sub->add_option("--shutdown-timeout", a->shutdown_timeout_s,
+                  "seconds running requests may take to finish after SIGTERM")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  EngineOptions& e = a->engine;
+  sub->add_option("--kernels", e.kernels, "force a kernel level: ref|avx2|avx512");
+  sub->add_option("--page-size", e.page_size, "tokens per KV page")->capture_default_str();
+  sub->add_option("--max-total-tokens", e.max_total_tokens, "KV capacity in tokens (0: auto)")
+      ->capture_default_str();
+  sub->add_option("--mem-fraction-static", e.mem_fraction,
+                  "fraction of free memory for the KV pool")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  sub->add_option("--kv-cache-dtype", e.kv_cache_dtype, "auto|bf16|fp8_e4m3|fp8_e4m3fnuz")
+      ->capture_default_str();
+  sub->add_option("--max-running-requests", e.max_running_requests)->capture_default_str();
+  sub->add_option("--max-queued-requests", e.max_queued_requests, "beyond: 429 with Retry-After")
+      ->capture_default_str();
+  sub->add_option("--chunked-prefill-size", e.chunked_prefill_size)->capture_default_str();
+  sub->add_option("--schedule-policy", e.schedule_policy, "fcfs|lpm")->capture_default_str();
+  sub->add_flag("--disable-radix-cache", e.disable_radix_cache);
+  sub->add_option("--speculative-num-steps", e.speculative_num_steps, "MTP steps (0: off)")
+      ->capture_default_str();
+  sub->add_option("--speculative-eagle-topk", e.speculative_eagle_topk)->capture_default_str();
+  sub->add_option("--speculative-num-draft-tokens", e.speculative_num_draft_tokens)
+      ->capture_default_str();
+  return [a]() -> int { return RunServe(*a); };
+}
+
+MX_REGISTER_VERB(serve, "serve", 5, SetupServe);
+
+}  // namespace
+}  // namespace mx::cli

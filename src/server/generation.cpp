@@ -1,0 +1,550 @@
+// Generation routes: /v1/chat/completions, /v1/completions and /generate. One HTTP request
+// becomes prompts x n engine requests ("choices"); a pump reads their streams on the HTTP
+// worker, runs each through its ChoiceOutput and writes SSE events or, at the end, one JSON
+// object. While waiting it writes a heartbeat (an SSE comment, or JSON-legal leading
+// whitespace) every disconnect_poll so that a vanished client is noticed and its engine
+// requests are aborted.
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "base/log.h"
+#include "server/choice_output.h"
+#include "server/openai_format.h"
+#include "server/reasoning_parser.h"
+#include "server/server_impl.h"
+
+namespace mx::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+struct Prepared {
+  std::vector<std::vector<int32_t>> prompt_ids;
+  std::vector<std::string> prompt_texts;  // echo
+  bool reasoning_open = false;
+};
+
+struct Choice {
+  int index = 0;
+  int prompt_index = 0;
+  std::unique_ptr<RequestStream> stream;
+  std::unique_ptr<ChoiceOutput> out;
+  bool done = false;
+  bool sent_first = false;
+  GenerationChunk final_info;  // prompt/cached tokens and timings from the last chunk
+  Clock::time_point last_token;
+  bool got_first = false;
+  int64_t text_offset = 0;  // completions logprobs
+  std::string cumulative;   // /generate streaming sends cumulative text
+};
+
+struct Job {
+  std::string id;
+  int64_t created = 0;
+  ServedModel* model = nullptr;
+  ParsedRequest req;
+  Prepared prep;
+  std::vector<Choice> choices;
+  ActiveJob active;
+  Clock::time_point start;
+  std::optional<ApiError> error;
+  bool client_gone = false;
+};
+
+std::optional<ApiError> Prepare(ServedModel& m, ParsedRequest& r, Prepared* p) {
+  const int64_t ctx = m.engine->context_window();
+  const int64_t vocab = m.engine->vocab_size();
+  const char* prompt_param = r.kind == ApiKind::kChat       ? "messages"
+                             : r.kind == ApiKind::kGenerate ? "text"
+                                                            : "prompt";
+  if (r.kind == ApiKind::kChat) {
+    if (!m.chat_template) {
+      return BadRequest(
+          "messages", fmt::format("model '{}' has no chat template; use /v1/completions", m.name));
+    }
+    ChatRequest cr;
+    cr.messages = r.messages;
+    cr.tools = r.tools;
+    cr.kwargs = r.chat_template_kwargs;
+    cr.bos_token = m.bos_token;
+    cr.eos_token = m.eos_token;
+    auto text = m.chat_template->Render(MakeChatContext(cr));
+    if (!text.ok()) return BadRequest("messages", "chat template: " + text.status().message());
+    p->reasoning_open = PromptOpensReasoning(*text);
+    p->prompt_ids.push_back(m.tokenizer.Encode(*text));
+    p->prompt_texts.push_back(*text);
+  } else {
+    for (const PromptInput& in : r.prompts) {
+      if (std::holds_alternative<std::string>(in)) {
+        p->prompt_ids.push_back(m.tokenizer.Encode(std::get<std::string>(in)));
+        p->prompt_texts.push_back(std::get<std::string>(in));
+      } else {
+        const auto& ids = std::get<std::vector<int32_t>>(in);
+        for (size_t i = 0; i < ids.size(); ++i) {
+          if (ids[i] >= vocab) {
+            return BadRequest(r.kind == ApiKind::kGenerate ? "input_ids" : "prompt",
+                              fmt::format("token id {} at index {} is outside the vocabulary "
+                                          "[0, {})",
+                                          ids[i], i, vocab));
+          }
+        }
+        p->prompt_ids.push_back(ids);
+        p->prompt_texts.push_back(r.echo ? m.tokenizer.Decode(ids) : std::string());
+      }
+    }
+  }
+  int64_t longest = 0;
+  for (const auto& ids : p->prompt_ids) {
+    if (ids.empty()) return BadRequest(prompt_param, "the prompt encodes to no tokens");
+    longest = std::max<int64_t>(longest, static_cast<int64_t>(ids.size()));
+  }
+  if (longest >= ctx) {
+    return BadRequest(
+        prompt_param,
+        fmt::format("the prompt has {} tokens; the context window is {} tokens", longest, ctx));
+  }
+  if (!r.max_tokens_given && r.kind != ApiKind::kCompletion) {
+    r.gen.max_tokens = static_cast<int32_t>(ctx - longest);
+  }
+  if (longest + r.gen.max_tokens > ctx) {
+    const char* param = r.kind == ApiKind::kGenerate ? "sampling_params.max_new_tokens"
+                        : r.kind == ApiKind::kChat   ? "max_tokens"
+                                                     : "max_tokens";
+    return BadRequest(param, fmt::format("the prompt ({} tokens) plus max_tokens ({}) exceeds "
+                                         "the context window ({} tokens)",
+                                         longest, r.gen.max_tokens, ctx));
+  }
+  if (r.gen.min_tokens > r.gen.max_tokens) r.gen.min_tokens = r.gen.max_tokens;
+  return std::nullopt;
+}
+
+std::optional<ApiError> SubmitAll(Job& job) {
+  ServedModel& m = *job.model;
+  ParsedRequest& r = job.req;
+  ChoiceOptions co;
+  co.skip_special_tokens = r.skip_special_tokens;
+  co.stop = r.gen.stop;
+  const bool chat = r.kind == ApiKind::kChat;
+  co.split_reasoning = chat && r.separate_reasoning && m.tokenizer.TokenId("</think>").has_value();
+  co.reasoning_starts_open = job.prep.reasoning_open;
+  co.parse_tool_calls = chat && r.parse_tool_calls;
+  co.tools = r.tools;
+  job.active.engine = m.engine.get();
+  for (size_t p = 0; p < job.prep.prompt_ids.size(); ++p) {
+    for (int k = 0; k < r.n; ++k) {
+      GenerationRequest g = r.gen;
+      g.prompt = job.prep.prompt_ids[p];
+      g.sampling.seed = r.gen.sampling.seed + static_cast<uint64_t>(k);
+      auto s = m.engine->Submit(std::move(g));
+      if (!s.ok()) {
+        for (RequestId id : job.active.ids) m.engine->Abort(id);
+        return FromStatus(s.status(), r.kind == ApiKind::kChat ? "messages" : "prompt");
+      }
+      Choice c;
+      c.index = static_cast<int>(job.choices.size());
+      c.prompt_index = static_cast<int>(p);
+      c.stream = std::move(*s);
+      c.out = std::make_unique<ChoiceOutput>(m.tokenizer, co);
+      job.active.ids.push_back(c.stream->id());
+      job.choices.push_back(std::move(c));
+    }
+  }
+  m.metrics.requests_total.fetch_add(1);
+  return std::nullopt;
+}
+
+void AbortAll(Job& job) {
+  for (Choice& c : job.choices) {
+    if (!c.done) job.model->engine->Abort(c.stream->id());
+  }
+}
+
+// Reads every choice's stream until all are done. on_delta returns false when the client is
+// gone; heartbeat likewise. Returns false when the client went away (requests aborted).
+bool Pump(Server::Impl& impl, Job& job,
+          const std::function<bool(Choice&, const ChoiceDelta&)>& on_delta,
+          const std::function<bool()>& heartbeat) {
+  const auto poll = impl.options.disconnect_poll;
+  Clock::time_point last_write = Clock::now();
+  bool aborting = false;
+  Clock::time_point abort_started;
+  auto remaining = [&] {
+    int n = 0;
+    for (const Choice& c : job.choices) n += !c.done;
+    return n;
+  };
+  while (remaining() > 0) {
+    if (!aborting && (job.active.abort.load() || impl.DeadlinePassed())) {
+      AbortAll(job);
+      aborting = true;
+      abort_started = Clock::now();
+    }
+    if (aborting && Clock::now() - abort_started > std::chrono::seconds(10)) {
+      // The engine never ended the aborted streams; give up on them.
+      for (Choice& c : job.choices) c.done = true;
+      break;
+    }
+    const auto timeout = job.choices.size() == 1 ? poll : std::chrono::milliseconds(1);
+    for (Choice& c : job.choices) {
+      if (c.done) continue;
+      std::optional<GenerationChunk> chunk = c.stream->Next(timeout);
+      if (!chunk) continue;
+      const auto now = Clock::now();
+      ModelMetrics& mm = job.model->metrics;
+      if (!chunk->tokens.empty()) {
+        if (!c.got_first) {
+          mm.ttft.Observe(std::chrono::duration<double>(now - job.start).count());
+          c.got_first = true;
+        } else {
+          const double gap = std::chrono::duration<double>(now - c.last_token).count();
+          for (size_t i = 0; i < chunk->tokens.size(); ++i) {
+            mm.itl.Observe(gap / static_cast<double>(chunk->tokens.size()));
+          }
+        }
+        c.last_token = now;
+      }
+      if (!chunk->error.ok() && !job.error) {
+        job.error = FromStatus(chunk->error);
+        job.error->http_status = 500;
+        if (chunk->finish == FinishReason::kNone) chunk->finish = FinishReason::kAbort;
+      }
+      ChoiceDelta d = c.out->Push(*chunk);
+      if (chunk->finish != FinishReason::kNone) {
+        c.done = true;
+        c.final_info = *chunk;
+        c.final_info.tokens.clear();
+        mm.e2e.Observe(std::chrono::duration<double>(now - job.start).count());
+      } else if (c.out->finished()) {
+        // A stop string the engine has not matched: end it there.
+        job.model->engine->Abort(c.stream->id());
+        c.done = true;
+        mm.e2e.Observe(std::chrono::duration<double>(now - job.start).count());
+      }
+      if (d.has_text() || d.finish_reason || !d.token_ids.empty()) {
+        if (!on_delta(c, d)) {
+          job.client_gone = true;
+          break;
+        }
+        last_write = Clock::now();
+      }
+    }
+    if (!job.client_gone && Clock::now() - last_write >= poll) {
+      if (!heartbeat()) job.client_gone = true;
+      last_write = Clock::now();
+    }
+    if (job.client_gone) {
+      AbortAll(job);
+      job.model->metrics.aborted_by_client.fetch_add(1);
+      MX_LOG_DEBUG("request {}: client went away; aborted", job.id);
+      return false;
+    }
+  }
+  return true;
+}
+
+Json UsageOf(const Job& job) {
+  int64_t prompt = 0, completion = 0, cached = 0;
+  for (const Choice& c : job.choices) {
+    completion += c.out->completion_tokens();
+    if (c.index % job.req.n == 0) {
+      prompt += static_cast<int64_t>(job.prep.prompt_ids[c.prompt_index].size());
+      cached += c.final_info.cached_tokens;
+    }
+  }
+  return UsageJson(prompt, completion, cached);
+}
+
+Json FinishJson(const ChoiceDelta& d) { return d.finish_reason ? Json(*d.finish_reason) : Json(); }
+
+Json MatchedStop(const ChoiceDelta& d) {
+  if (!d.matched_stop.empty()) return d.matched_stop;
+  if (d.matched_stop_token) return *d.matched_stop_token;
+  return nullptr;
+}
+
+// ---- chat ----
+
+Json ChatChunk(const Job& job, const Choice& c, Json delta, const ChoiceDelta* d) {
+  Json choice;
+  choice["index"] = c.index;
+  choice["delta"] = std::move(delta);
+  choice["logprobs"] = (d != nullptr && job.req.logprobs && !d->logprobs.empty())
+                           ? ChatLogprobs(job.model->tokenizer, d->logprobs)
+                           : Json();
+  choice["finish_reason"] = d != nullptr ? FinishJson(*d) : Json();
+  if (d != nullptr && d->finish_reason) choice["matched_stop"] = MatchedStop(*d);
+  Json j;
+  j["id"] = job.id;
+  j["object"] = "chat.completion.chunk";
+  j["created"] = job.created;
+  j["model"] = job.model->name;
+  j["choices"] = Json::array({std::move(choice)});
+  return j;
+}
+
+std::string ChatStreamEvents(const Job& job, Choice& c, const ChoiceDelta& d) {
+  std::string out;
+  if (!c.sent_first) {
+    c.sent_first = true;
+    out += SseEvent(ChatChunk(job, c, Json{{"role", "assistant"}, {"content", ""}}, nullptr));
+  }
+  Json delta = Json::object();
+  if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+  if (!d.content.empty()) delta["content"] = d.content;
+  if (!d.tool_calls.empty()) delta["tool_calls"] = ToolCallsJson(d.tool_calls, true);
+  if (!delta.empty() || d.finish_reason || (job.req.logprobs && !d.logprobs.empty())) {
+    out += SseEvent(ChatChunk(job, c, std::move(delta), &d));
+  }
+  return out;
+}
+
+Json ChatResponse(const Job& job) {
+  Json choices = Json::array();
+  for (const Choice& c : job.choices) {
+    const ChoiceDelta& t = c.out->total();
+    Json msg;
+    msg["role"] = "assistant";
+    msg["content"] = (t.content.empty() && !t.tool_calls.empty()) ? Json() : Json(t.content);
+    msg["reasoning_content"] = t.reasoning.empty() ? Json() : Json(t.reasoning);
+    if (!t.tool_calls.empty()) msg["tool_calls"] = ToolCallsJson(t.tool_calls, false);
+    Json ch;
+    ch["index"] = c.index;
+    ch["message"] = std::move(msg);
+    ch["logprobs"] = job.req.logprobs ? ChatLogprobs(job.model->tokenizer, t.logprobs) : Json();
+    ch["finish_reason"] = t.finish_reason ? Json(*t.finish_reason) : Json("abort");
+    ch["matched_stop"] = MatchedStop(t);
+    choices.push_back(std::move(ch));
+  }
+  Json j;
+  j["id"] = job.id;
+  j["object"] = "chat.completion";
+  j["created"] = job.created;
+  j["model"] = job.model->name;
+  j["choices"] = std::move(choices);
+  j["usage"] = UsageOf(job);
+  return j;
+}
+
+// ---- completions ----
+
+Json CompletionChoice(Job& job, Choice& c, const std::string& text, const ChoiceDelta& d,
+                      bool total) {
+  Json ch;
+  ch["index"] = c.index;
+  ch["text"] = text;
+  ch["logprobs"] = job.req.logprobs
+                       ? CompletionLogprobs(job.model->tokenizer, d.logprobs, &c.text_offset)
+                       : Json();
+  ch["finish_reason"] =
+      total ? (d.finish_reason ? Json(*d.finish_reason) : Json("abort")) : FinishJson(d);
+  if (d.finish_reason) ch["matched_stop"] = MatchedStop(d);
+  return ch;
+}
+
+Json CompletionObject(const Job& job, Json choices) {
+  Json j;
+  j["id"] = job.id;
+  j["object"] = "text_completion";
+  j["created"] = job.created;
+  j["model"] = job.model->name;
+  j["choices"] = std::move(choices);
+  return j;
+}
+
+// ---- /generate ----
+
+Json GenerateObject(const Job& job, const Choice& c, const std::string& text,
+                    const ChoiceDelta& total) {
+  Json meta;
+  meta["id"] = job.id;
+  if (total.finish_reason) {
+    std::string type = *total.finish_reason == "tool_calls" ? "stop" : *total.finish_reason;
+    meta["finish_reason"] = Json{{"type", type}, {"matched", MatchedStop(total)}};
+  } else {
+    meta["finish_reason"] = nullptr;
+  }
+  meta["prompt_tokens"] = job.prep.prompt_ids[c.prompt_index].size();
+  meta["completion_tokens"] = c.out->completion_tokens();
+  meta["cached_tokens"] = c.final_info.cached_tokens;
+  meta["queue_time"] = c.final_info.queue_seconds;
+  meta["ttft"] = c.final_info.ttft_seconds;
+  meta["e2e_latency"] = c.final_info.e2e_seconds;
+  if (job.req.logprobs) {
+    Json lp = Json::array();
+    for (const auto& e : total.logprobs) lp.push_back(Json::array({e.logprob, e.token, nullptr}));
+    meta["output_token_logprobs"] = std::move(lp);
+  }
+  Json j;
+  j["text"] = text;
+  j["output_ids"] = total.token_ids;
+  j["meta_info"] = std::move(meta);
+  return j;
+}
+
+void Serve(Server::Impl& impl, ApiKind kind, const httplib::Request& http_req,
+           httplib::Response& res) {
+  if (!impl.ready.load()) {
+    return SendError(res, FromStatus(Status(StatusCode::kUnavailable, "the model is loading")));
+  }
+  if (impl.draining.load()) {
+    return SendError(res,
+                     FromStatus(Status(StatusCode::kUnavailable, "the server is shutting down")));
+  }
+  Json body;
+  if (auto e = ParseBody(http_req.body, &body)) return SendError(res, *e);
+  auto job = std::make_shared<Job>();
+  job->start = Clock::now();
+  std::optional<ApiError> err;
+  switch (kind) {
+    case ApiKind::kChat:
+      err = ParseChatRequest(body, impl.options.limits, &job->req);
+      break;
+    case ApiKind::kCompletion:
+      err = ParseCompletionRequest(body, impl.options.limits, &job->req);
+      break;
+    case ApiKind::kGenerate:
+      err = ParseGenerateRequest(body, impl.options.limits, &job->req);
+      break;
+  }
+  if (err) return SendError(res, *err);
+  if (auto e = impl.FindModel(job->req.model, &job->model)) return SendError(res, *e);
+  if (auto e = Prepare(*job->model, job->req, &job->prep)) return SendError(res, *e);
+  job->id = kind == ApiKind::kChat ? NewResponseId("chatcmpl-") : NewResponseId("cmpl-");
+  if (kind == ApiKind::kGenerate && !job->req.request_id.empty()) job->id = job->req.request_id;
+  job->created = UnixNow();
+  if (auto e = SubmitAll(*job)) return SendError(res, *e);
+  impl.RegisterJob(job->id, &job->active);
+
+  Server::Impl* ip = &impl;
+  const bool stream = job->req.stream;
+  auto provider = [ip, job, kind, stream](size_t, httplib::DataSink& sink) -> bool {
+    Job& j = *job;
+    auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
+    std::function<bool(Choice&, const ChoiceDelta&)> on_delta;
+    std::function<bool()> heartbeat;
+    if (!stream) {
+      on_delta = [](Choice&, const ChoiceDelta&) { return true; };
+      heartbeat = [&] { return write(" "); };
+    } else {
+      heartbeat = [&] { return write(": ping\n\n"); };
+      if (kind == ApiKind::kChat) {
+        on_delta = [&](Choice& c, const ChoiceDelta& d) {
+          return write(ChatStreamEvents(j, c, d));
+        };
+      } else if (kind == ApiKind::kCompletion) {
+        on_delta = [&](Choice& c, const ChoiceDelta& d) {
+          std::string text = d.content;
+          if (!c.sent_first && j.req.echo) text = j.prep.prompt_texts[c.prompt_index] + text;
+          c.sent_first = true;
+          if (text.empty() && !d.finish_reason && !(j.req.logprobs && !d.logprobs.empty())) {
+            return true;
+          }
+          Json choices = Json::array({CompletionChoice(j, c, text, d, false)});
+          return write(SseEvent(CompletionObject(j, std::move(choices))));
+        };
+      } else {
+        on_delta = [&](Choice& c, const ChoiceDelta& d) {
+          c.cumulative += d.content;
+          return write(SseEvent(GenerateObject(j, c, c.cumulative, c.out->total())));
+        };
+      }
+    }
+    if (!Pump(*ip, j, on_delta, heartbeat)) return false;
+    std::string tail;
+    if (stream) {
+      if (j.error) tail += SseEvent(j.error->ToJson());
+      if (j.req.include_usage && kind != ApiKind::kGenerate) {
+        Json u = kind == ApiKind::kChat ? Json{{"id", j.id},
+                                               {"object", "chat.completion.chunk"},
+                                               {"created", j.created},
+                                               {"model", j.model->name}}
+                                        : CompletionObject(j, Json::array());
+        u["choices"] = Json::array();
+        u["usage"] = UsageOf(j);
+        tail += SseEvent(u);
+      }
+      tail += kSseDone;
+    } else if (j.error) {
+      tail = j.error->Body();
+    } else if (kind == ApiKind::kChat) {
+      tail = Dump(ChatResponse(j));
+    } else if (kind == ApiKind::kCompletion) {
+      Json choices = Json::array();
+      for (Choice& c : j.choices) {
+        c.text_offset = 0;
+        std::string text = c.out->total().content;
+        if (j.req.echo) text = j.prep.prompt_texts[c.prompt_index] + text;
+        choices.push_back(CompletionChoice(j, c, text, c.out->total(), true));
+      }
+      Json obj = CompletionObject(j, std::move(choices));
+      obj["usage"] = UsageOf(j);
+      tail = Dump(obj);
+    } else {
+      const Choice& c = j.choices[0];
+      tail = Dump(GenerateObject(j, c, c.out->total().content, c.out->total()));
+    }
+    if (!write(tail)) return false;
+    sink.done();
+    return true;
+  };
+  auto releaser = [ip, job](bool /*success*/) {
+    // Whatever happened (finished, client gone, write error), no engine work outlives it.
+    AbortAll(*job);
+    ip->UnregisterJob(job->id);
+  };
+  res.status = 200;
+  if (stream) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+  }
+  res.set_chunked_content_provider(stream ? "text/event-stream" : "application/json", provider,
+                                   releaser);
+}
+
+}  // namespace
+
+void Server::Impl::HandleChat(const httplib::Request& req, httplib::Response& res) {
+  Serve(*this, ApiKind::kChat, req, res);
+}
+void Server::Impl::HandleCompletion(const httplib::Request& req, httplib::Response& res) {
+  Serve(*this, ApiKind::kCompletion, req, res);
+}
+void Server::Impl::HandleGenerate(const httplib::Request& req, httplib::Response& res) {
+  Serve(*this, ApiKind::kGenerate, req, res);
+}
+
+bool Server::Impl::HealthGenerate(std::string* why) {
+  for (const auto& m : models) {
+    GenerationRequest g;
+    g.prompt = m->tokenizer.Encode("1");
+    if (g.prompt.empty()) g.prompt = {0};
+    g.max_tokens = 1;
+    g.sampling.temperature = 0;
+    g.ignore_eos = true;
+    auto s = m->engine->Submit(std::move(g));
+    if (!s.ok()) {
+      *why = m->name + ": " + s.status().message();
+      return false;
+    }
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    while (true) {
+      auto c = (*s)->Next(std::chrono::milliseconds(100));
+      if (c && !c->error.ok()) {
+        *why = m->name + ": " + c->error.message();
+        return false;
+      }
+      if (c && c->finish != FinishReason::kNone) break;
+      if (Clock::now() > deadline) {
+        m->engine->Abort((*s)->id());
+        *why = m->name + ": no token within 20 s";
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace mx::server

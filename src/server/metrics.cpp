@@ -1,0 +1,128 @@
+// Prometheus text format rendering.
+#include "server/metrics.h"
+
+#include <fmt/format.h>
+
+namespace mx::server {
+
+Histogram::Histogram(std::vector<double> upper_bounds)
+    : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::Observe(double value) {
+  size_t i = 0;
+  while (i < bounds_.size() && value > bounds_[i]) ++i;
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counts_[i];
+  sum_ += value;
+  ++count_;
+}
+
+uint64_t Histogram::count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return count_;
+}
+
+void Histogram::Render(const std::string& name, const std::string& labels, std::string* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string sep = labels.empty() ? "" : ",";
+  uint64_t cum = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cum += counts_[i];
+    *out += fmt::format("{}_bucket{{{}{}le=\"{}\"}} {}\n", name, labels, sep, bounds_[i], cum);
+  }
+  cum += counts_.back();
+  *out += fmt::format("{}_bucket{{{}{}le=\"+Inf\"}} {}\n", name, labels, sep, cum);
+  const std::string l = labels.empty() ? "" : "{" + labels + "}";
+  *out += fmt::format("{}_sum{} {}\n{}_count{} {}\n", name, l, sum_, name, l, count_);
+}
+
+namespace {
+std::vector<double> LatencyBuckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
+          0.75,  1.0,    2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0};
+}
+}  // namespace
+
+ModelMetrics::ModelMetrics()
+    : ttft(LatencyBuckets()), itl(LatencyBuckets()), e2e(LatencyBuckets()) {}
+
+void ServerMetrics::CountHttp(int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++http_by_status_[status];
+}
+
+std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
+  std::string out;
+  auto head = [&](const char* name, const char* type, const char* help) {
+    out += fmt::format("# HELP mxserve:{} {}\n# TYPE mxserve:{} {}\n", name, help, name, type);
+  };
+  auto per_model = [&](const char* name, const char* type, const char* help, auto value) {
+    head(name, type, help);
+    for (const auto& m : models) {
+      out += fmt::format("mxserve:{}{{model=\"{}\"}} {}\n", name, m.name, value(m));
+    }
+  };
+  using MV = ModelView;
+  per_model("num_requests_running", "gauge", "Requests in the running batch.",
+            [](const MV& m) { return m.stats.running; });
+  per_model("num_requests_waiting", "gauge", "Requests queued for admission.",
+            [](const MV& m) { return m.stats.queued; });
+  per_model("prompt_tokens_total", "counter", "Prompt tokens processed.",
+            [](const MV& m) { return m.stats.prompt_tokens_total; });
+  per_model("generation_tokens_total", "counter", "Tokens generated.",
+            [](const MV& m) { return m.stats.generation_tokens_total; });
+  per_model("cached_prompt_tokens_total", "counter", "Prompt tokens served from the radix cache.",
+            [](const MV& m) { return m.stats.cached_prompt_tokens_total; });
+  per_model("kv_pages_used", "gauge", "KV cache pages in use.",
+            [](const MV& m) { return m.stats.kv_pages_used; });
+  per_model("kv_pages_total", "gauge", "KV cache pages in the pool.",
+            [](const MV& m) { return m.stats.kv_pages_total; });
+  per_model("kv_cache_usage_ratio", "gauge", "Fraction of KV pages in use.", [](const MV& m) {
+    return m.stats.kv_pages_total > 0
+               ? static_cast<double>(m.stats.kv_pages_used) / m.stats.kv_pages_total
+               : 0.0;
+  });
+  per_model(
+      "cache_hit_rate", "gauge", "Radix cache hit rate (cached / prompt tokens).", [](const MV& m) {
+        return m.stats.prompt_tokens_total > 0
+                   ? static_cast<double>(m.stats.radix_hit_tokens) / m.stats.prompt_tokens_total
+                   : 0.0;
+      });
+  per_model("spec_accept_length", "gauge", "Mean speculative accept length (0: off).",
+            [](const MV& m) { return m.stats.spec_accept_length_mean; });
+  per_model("requests_finished_total", "counter", "Requests finished by the engine.",
+            [](const MV& m) { return m.stats.requests_finished; });
+  per_model("requests_aborted_total", "counter", "Requests aborted in the engine.",
+            [](const MV& m) { return m.stats.requests_aborted; });
+  per_model("requests_rejected_total", "counter", "Requests rejected (queue full).",
+            [](const MV& m) { return m.stats.requests_rejected; });
+  per_model("retractions_total", "counter", "Running requests retracted for KV space.",
+            [](const MV& m) { return m.stats.retractions; });
+  per_model("client_disconnects_total", "counter", "Requests aborted because the client went away.",
+            [](const MV& m) { return m.metrics->aborted_by_client.load(); });
+  per_model("requests_total", "counter", "Generation requests accepted by the server.",
+            [](const MV& m) { return m.metrics->requests_total.load(); });
+  struct H {
+    const char* name;
+    const char* help;
+    const Histogram ModelMetrics::*member;
+  };
+  for (const H& h :
+       {H{"time_to_first_token_seconds", "Time to first token.", &ModelMetrics::ttft},
+        H{"inter_token_latency_seconds", "Time between output tokens.", &ModelMetrics::itl},
+        H{"e2e_request_latency_seconds", "End-to-end request latency.", &ModelMetrics::e2e}}) {
+    head(h.name, "histogram", h.help);
+    for (const auto& m : models) {
+      (m.metrics->*h.member)
+          .Render(std::string("mxserve:") + h.name, fmt::format("model=\"{}\"", m.name), &out);
+    }
+  }
+  head("http_responses_total", "counter", "HTTP responses by status code.");
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [code, n] : http_by_status_) {
+    out += fmt::format("mxserve:http_responses_total{{code=\"{}\"}} {}\n", code, n);
+  }
+  return out;
+}
+
+}  // namespace mx::server

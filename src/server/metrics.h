@@ -1,0 +1,63 @@
+// Prometheus text exposition for /metrics: the server's own latency histograms (TTFT,
+// inter-token, end-to-end) and HTTP counters, plus each engine's EngineStats as gauges and
+// counters labelled by model. Names follow sglang/vLLM vocabulary under the `mxserve:` prefix.
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace mx::server {
+
+// A fixed-bucket histogram (cumulative buckets rendered as Prometheus expects).
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> upper_bounds);
+  void Observe(double value);
+  // Appends `name_bucket{le=...}`, `name_sum`, `name_count` lines with `labels` ("" or
+  // `model="x"`).
+  void Render(const std::string& name, const std::string& labels, std::string* out) const;
+  uint64_t count() const;
+
+ private:
+  std::vector<double> bounds_;
+  mutable std::mutex mu_;
+  std::vector<uint64_t> counts_;  // per bucket (not cumulative), plus +Inf
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+struct ModelMetrics {
+  ModelMetrics();
+  Histogram ttft;
+  Histogram itl;
+  Histogram e2e;
+  std::atomic<int64_t> requests_total{0};
+  std::atomic<int64_t> aborted_by_client{0};
+};
+
+class ServerMetrics {
+ public:
+  void CountHttp(int status);
+  // Renders everything; `models` pairs each model name with its metrics and engine stats.
+  struct ModelView {
+    std::string name;
+    const ModelMetrics* metrics;
+    EngineStats stats;
+  };
+  std::string Render(const std::vector<ModelView>& models) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<int, int64_t> http_by_status_;
+};
+
+}  // namespace mx::server

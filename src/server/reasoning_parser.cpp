@@ -1,0 +1,74 @@
+// Streaming <think>...</think> splitter (GLM-4.5+ reasoning format).
+#include "server/reasoning_parser.h"
+
+#include <algorithm>
+
+namespace mx::server {
+
+namespace {
+constexpr std::string_view kOpen = "<think>";
+constexpr std::string_view kClose = "</think>";
+}  // namespace
+
+size_t PartialTagSuffix(std::string_view text, std::string_view tag) {
+  const size_t max = std::min(text.size(), tag.size() - 1);
+  for (size_t n = max; n > 0; --n) {
+    if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
+  }
+  return 0;
+}
+
+bool PromptOpensReasoning(std::string_view prompt) {
+  size_t open = prompt.rfind(kOpen);
+  if (open == std::string_view::npos) return false;
+  size_t close = prompt.rfind(kClose);
+  return close == std::string_view::npos || close < open;
+}
+
+ReasoningParser::ReasoningParser(bool start_in_reasoning)
+    : state_(start_in_reasoning ? State::kReasoning : State::kStart) {}
+
+ReasoningParser::Out ReasoningParser::Push(std::string_view text) {
+  Out out;
+  buf_.append(text);
+  while (!buf_.empty()) {
+    if (state_ == State::kStart) {
+      if (buf_.size() < kOpen.size() && kOpen.substr(0, buf_.size()) == buf_) return out;
+      if (buf_.compare(0, kOpen.size(), kOpen) == 0) {
+        buf_.erase(0, kOpen.size());
+        state_ = State::kReasoning;
+      } else {
+        state_ = State::kContent;
+      }
+    } else if (state_ == State::kReasoning) {
+      size_t close = buf_.find(kClose);
+      if (close != std::string::npos) {
+        out.reasoning.append(buf_, 0, close);
+        buf_.erase(0, close + kClose.size());
+        state_ = State::kContent;
+      } else {
+        size_t keep = PartialTagSuffix(buf_, kClose);
+        out.reasoning.append(buf_, 0, buf_.size() - keep);
+        buf_.erase(0, buf_.size() - keep);
+        return out;
+      }
+    } else {
+      out.content += buf_;
+      buf_.clear();
+    }
+  }
+  return out;
+}
+
+ReasoningParser::Out ReasoningParser::Finish() {
+  Out out;
+  if (state_ == State::kReasoning) {
+    out.reasoning = std::move(buf_);
+  } else {
+    out.content = std::move(buf_);
+  }
+  buf_.clear();
+  return out;
+}
+
+}  // namespace mx::server

@@ -1,0 +1,39 @@
+// GLM reasoning split: text before `</think>` is reasoning_content, the rest is content. The
+// GLM chat template opens `<think>` at the end of the prompt when thinking is on, so a stream
+// may start inside the reasoning; a leading `<think>` in the output opens it too. Works on
+// text pieces as they stream: a piece that may be the start of a tag is held back until it is
+// known, so the concatenation of outputs is the same however the text is split.
+//
+// Thread-safety: one parser per choice.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace mx::server {
+
+class ReasoningParser {
+ public:
+  explicit ReasoningParser(bool start_in_reasoning);
+
+  struct Out {
+    std::string reasoning;
+    std::string content;
+  };
+  Out Push(std::string_view text);
+  Out Finish();  // flushes what is held back
+
+ private:
+  enum class State { kStart, kReasoning, kContent };
+  State state_;
+  std::string buf_;
+};
+
+// Length of the longest suffix of `text` that is a proper prefix of `tag` (held back while
+// streaming because the next piece may complete the tag).
+size_t PartialTagSuffix(std::string_view text, std::string_view tag);
+
+// True when the rendered prompt leaves a `<think>` open (thinking on in GLM templates).
+bool PromptOpensReasoning(std::string_view prompt);
+
+}  // namespace mx::server

@@ -1,0 +1,68 @@
+// OpenAI (/v1/chat/completions, /v1/completions) and sglang-native (/generate) request bodies
+// -> native ParsedRequest. Validation happens here, at the edge: a wrong type, an
+// out-of-range value or a missing field is a 400 naming the parameter; unknown fields are
+// ignored. Tokenizing, templating and the context-window check happen later (they need the
+// model), in the route handlers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+#include "server/api_error.h"
+
+namespace mx::server {
+
+enum class ApiKind { kChat, kCompletion, kGenerate };
+
+// A prompt before tokenization: text or token ids.
+using PromptInput = std::variant<std::string, std::vector<int32_t>>;
+
+struct ParsedRequest {
+  ApiKind kind = ApiKind::kChat;
+  std::string model;  // "" = the default model
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  int n = 1;
+  bool logprobs = false;
+  int top_logprobs = 0;
+  bool echo = false;                // completions
+  bool skip_special_tokens = true;  // special tokens other than the think/tool markers
+  bool max_tokens_given = false;    // else: completions 16, chat/generate: the rest of context
+  bool separate_reasoning = true;   // chat: split <think>...</think> into reasoning_content
+  std::string request_id;           // /generate "rid"
+  GenerationRequest gen;            // prompt left empty; filled per prompt by the handler
+
+  // Completions / generate: one or more prompts (a batch gives one choice per prompt and n).
+  std::vector<PromptInput> prompts;
+  // Chat: messages as the template wants them (tool-call arguments parsed into objects).
+  nlohmann::ordered_json messages;
+  nlohmann::ordered_json tools;   // null = none
+  bool parse_tool_calls = false;  // tools given and tool_choice != "none"
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
+};
+
+// Upper bounds the server enforces on every request.
+struct RequestLimits {
+  int max_n = 16;
+  int max_top_logprobs = 20;
+  int max_stop = 16;
+};
+
+// Each returns the error, or nullopt with `out` filled.
+std::optional<ApiError> ParseChatRequest(const nlohmann::ordered_json& body,
+                                         const RequestLimits& limits, ParsedRequest* out);
+std::optional<ApiError> ParseCompletionRequest(const nlohmann::ordered_json& body,
+                                               const RequestLimits& limits, ParsedRequest* out);
+std::optional<ApiError> ParseGenerateRequest(const nlohmann::ordered_json& body,
+                                             const RequestLimits& limits, ParsedRequest* out);
+
+// Parses a request body: malformed JSON or a non-object is a 400.
+std::optional<ApiError> ParseBody(const std::string& text, nlohmann::ordered_json* out);
+
+}  // namespace mx::server

@@ -1,0 +1,39 @@
+// Loading a served model's tokenizer and chat template.
+#include "server/served_model.h"
+
+#include <chrono>
+#include <filesystem>
+
+namespace mx::server {
+
+ServedModel::ServedModel(std::string name_, std::string dir_, std::unique_ptr<Engine> engine_,
+                         tok::Tokenizer tokenizer_)
+    : name(std::move(name_)),
+      dir(std::move(dir_)),
+      engine(std::move(engine_)),
+      tokenizer(std::move(tokenizer_)),
+      created(std::chrono::duration_cast<std::chrono::seconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count()) {}
+
+Result<std::unique_ptr<ServedModel>> LoadServedModel(std::string name, const std::string& dir,
+                                                     std::unique_ptr<Engine> engine) {
+  namespace fs = std::filesystem;
+  MX_ASSIGN_OR_RETURN(tok::Tokenizer tokenizer,
+                      tok::Tokenizer::FromFile((fs::path(dir) / "tokenizer.json").string()));
+  auto m =
+      std::make_unique<ServedModel>(std::move(name), dir, std::move(engine), std::move(tokenizer));
+  if (fs::exists(fs::path(dir) / "tokenizer_config.json")) {
+    MX_ASSIGN_OR_RETURN(TokenizerChatConfig tc, LoadTokenizerChatConfig(dir));
+    m->bos_token = tc.bos_token;
+    m->eos_token = tc.eos_token;
+    if (!tc.chat_template.empty()) {
+      auto t = ChatTemplate::Parse(tc.chat_template, dir + "/tokenizer_config.json:chat_template");
+      if (!t.ok()) return t.status();
+      m->chat_template.emplace(std::move(*t));
+    }
+  }
+  return m;
+}
+
+}  // namespace mx::server

@@ -1,0 +1,333 @@
+// Server lifecycle (bind, run, drain) and the small routes: /health, /health_generate,
+// /v1/models, /metrics, /tokenize, /detokenize, /flush_cache, /abort_request; auth and error
+// pages.
+#include "server/server.h"
+
+#include <sys/socket.h>
+
+#include <random>
+
+#include <fmt/format.h>
+
+#include "base/log.h"
+#include "server/server_impl.h"
+
+namespace mx::server {
+
+using Json = nlohmann::ordered_json;
+
+void HttpServer::RaiseBacklog(int backlog) {
+  // note: httplib listens with a backlog of 5; calling listen() again on a listening socket
+  // only changes its backlog, so bursts of hundreds of connects are not dropped.
+  ::listen(svr_sock_, backlog);
+}
+
+void SendError(httplib::Response& res, const ApiError& e) {
+  res.status = e.http_status;
+  if (e.http_status == 429) res.set_header("Retry-After", "1");
+  res.set_content(e.Body(), "application/json");
+}
+
+void SendJson(httplib::Response& res, const Json& body, int status) {
+  res.status = status;
+  res.set_content(Dump(body), "application/json");
+}
+
+std::string NewResponseId(const char* prefix) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}() * 0x9E3779B97F4A7C15ull;
+  const uint64_t n = counter.fetch_add(1);
+  return fmt::format("{}{:016x}{:08x}", prefix, salt ^ (n * 0xD6E8FEB86659FD93ull), n & 0xffffffff);
+}
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::optional<ApiError> Server::Impl::FindModel(const std::string& name, ServedModel** out) {
+  if (name.empty()) {
+    *out = default_model;
+    return std::nullopt;
+  }
+  std::string names;
+  for (const auto& m : models) {
+    if (m->name == name) {
+      *out = m.get();
+      return std::nullopt;
+    }
+    names += (names.empty() ? "" : ", ") + m->name;
+  }
+  return NotFoundError("model", fmt::format("model '{}' not found; served: {}", name, names),
+                       "model_not_found");
+}
+
+bool Server::Impl::DeadlinePassed() const {
+  const int64_t d = drain_deadline_ns.load();
+  return d != 0 && Clock::now().time_since_epoch().count() > d;
+}
+
+void Server::Impl::RegisterJob(const std::string& id, ActiveJob* job) {
+  std::lock_guard<std::mutex> lock(jobs_mu);
+  jobs[id] = job;
+}
+
+void Server::Impl::UnregisterJob(const std::string& id) {
+  std::lock_guard<std::mutex> lock(jobs_mu);
+  jobs.erase(id);
+}
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+Server::~Server() { Shutdown(); }
+
+int Server::port() const { return impl_->bound_port; }
+
+void Server::AddModel(std::unique_ptr<ServedModel> model) {
+  impl_->models.push_back(std::move(model));
+}
+
+Status Server::SetReady() {
+  Impl& s = *impl_;
+  if (s.models.empty()) return FailedPrecondition("no models to serve");
+  s.default_model = s.models.front().get();
+  if (!s.options.default_model.empty()) {
+    ServedModel* m = nullptr;
+    if (auto e = s.FindModel(s.options.default_model, &m)) {
+      return InvalidArgument("--default-model: {}", e->message);
+    }
+    s.default_model = m;
+  }
+  s.ready.store(true);
+  return Status::Ok();
+}
+
+namespace {
+
+std::optional<ApiError> ReadBody(const httplib::Request& req, Json* body) {
+  if (req.body.empty()) {
+    *body = Json::object();
+    return std::nullopt;
+  }
+  return ParseBody(req.body, body);
+}
+
+}  // namespace
+
+Status Server::Bind() {
+  Impl& s = *impl_;
+  auto& http = s.http;
+  const int threads = std::max(4, s.options.http_threads);
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http.set_payload_max_length(s.options.max_body_bytes);
+  http.set_keep_alive_timeout(5);
+  http.set_read_timeout(60);
+  http.set_write_timeout(30);
+  http.set_tcp_nodelay(true);
+
+  http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    if (s.options.api_key.empty() || req.path == "/health") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    const std::string auth = req.get_header_value("Authorization");
+    if (auth == "Bearer " + s.options.api_key) return httplib::Server::HandlerResponse::Unhandled;
+    ApiError e;
+    e.http_status = 401;
+    e.type = "authentication_error";
+    e.code = "invalid_api_key";
+    e.message =
+        auth.empty() ? "missing API key: send 'Authorization: Bearer KEY'" : "invalid API key";
+    SendError(res, e);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    ApiError e;
+    e.http_status = res.status;
+    if (res.status == 404) {
+      e.message = fmt::format("no route {} {}", req.method, req.path);
+      e.code = "not_found";
+    } else if (res.status == 413) {
+      e.message = "the request body is larger than the server accepts";
+      e.code = "request_too_large";
+    } else {
+      e.message = fmt::format("HTTP {}", res.status);
+    }
+    res.set_content(e.Body(), "application/json");
+  });
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        MX_LOG_ERROR("request handler threw: {}", what);
+        SendError(res, FromStatus(Internal("{}", what)));
+      });
+  http.set_logger([&s](const httplib::Request&, const httplib::Response& res) {
+    s.metrics.CountHttp(res.status);
+  });
+
+  http.Post("/v1/chat/completions",
+            [&s](const httplib::Request& q, httplib::Response& r) { s.HandleChat(q, r); });
+  http.Post("/v1/completions",
+            [&s](const httplib::Request& q, httplib::Response& r) { s.HandleCompletion(q, r); });
+  http.Post("/generate",
+            [&s](const httplib::Request& q, httplib::Response& r) { s.HandleGenerate(q, r); });
+
+  http.Get("/health", [&s](const httplib::Request&, httplib::Response& res) {
+    if (!s.ready.load() || s.draining.load()) {
+      res.status = 503;
+      res.set_content(s.draining.load() ? "shutting down\n" : "loading\n", "text/plain");
+      return;
+    }
+    res.set_content("ok\n", "text/plain");
+  });
+  http.Get("/health_generate", [&s](const httplib::Request&, httplib::Response& res) {
+    std::string why = s.draining.load() ? "shutting down" : "loading";
+    if (s.ready.load() && !s.draining.load() && s.HealthGenerate(&why)) {
+      res.set_content("ok\n", "text/plain");
+      return;
+    }
+    res.status = 503;
+    res.set_content(why + "\n", "text/plain");
+  });
+  http.Get("/v1/models", [&s](const httplib::Request&, httplib::Response& res) {
+    Json data = Json::array();
+    if (s.ready.load()) {
+      for (const auto& m : s.models) {
+        data.push_back(Json{{"id", m->name},
+                            {"object", "model"},
+                            {"created", m->created},
+                            {"owned_by", "mxserve"},
+                            {"root", m->dir},
+                            {"max_model_len", m->engine->context_window()}});
+      }
+    }
+    SendJson(res, Json{{"object", "list"}, {"data", std::move(data)}});
+  });
+  http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
+    std::vector<ServerMetrics::ModelView> views;
+    if (s.ready.load()) {
+      for (const auto& m : s.models) views.push_back({m->name, &m->metrics, m->engine->Stats()});
+    }
+    res.set_content(s.metrics.Render(views), "text/plain; version=0.0.4");
+  });
+  http.Post("/tokenize", [&s](const httplib::Request& req, httplib::Response& res) {
+    if (!s.ready.load())
+      return SendError(res, FromStatus(Status(StatusCode::kUnavailable, "loading")));
+    Json body;
+    if (auto e = ReadBody(req, &body)) return SendError(res, *e);
+    ServedModel* m = nullptr;
+    std::string model =
+        body.contains("model") && body["model"].is_string() ? body["model"].get<std::string>() : "";
+    if (auto e = s.FindModel(model, &m)) return SendError(res, *e);
+    std::string text;
+    if (body.contains("prompt") && body["prompt"].is_string()) {
+      text = body["prompt"].get<std::string>();
+    } else if (body.contains("text") && body["text"].is_string()) {
+      text = body["text"].get<std::string>();
+    } else if (body.contains("messages")) {
+      ParsedRequest pr;
+      if (auto e = ParseChatRequest(body, s.options.limits, &pr)) return SendError(res, *e);
+      if (!m->chat_template)
+        return SendError(res, BadRequest("messages", "the model has no chat template"));
+      ChatRequest cr;
+      cr.messages = pr.messages;
+      cr.tools = pr.tools;
+      cr.kwargs = pr.chat_template_kwargs;
+      cr.bos_token = m->bos_token;
+      cr.eos_token = m->eos_token;
+      auto r = m->chat_template->Render(MakeChatContext(cr));
+      if (!r.ok()) return SendError(res, BadRequest("messages", r.status().message()));
+      text = *r;
+    } else {
+      return SendError(res, BadRequest("prompt", "'prompt' (a string) or 'messages' is required"));
+    }
+    std::vector<int32_t> ids = m->tokenizer.Encode(text);
+    SendJson(res, Json{{"tokens", ids},
+                       {"count", ids.size()},
+                       {"max_model_len", m->engine->context_window()}});
+  });
+  http.Post("/detokenize", [&s](const httplib::Request& req, httplib::Response& res) {
+    if (!s.ready.load())
+      return SendError(res, FromStatus(Status(StatusCode::kUnavailable, "loading")));
+    Json body;
+    if (auto e = ReadBody(req, &body)) return SendError(res, *e);
+    ServedModel* m = nullptr;
+    std::string model =
+        body.contains("model") && body["model"].is_string() ? body["model"].get<std::string>() : "";
+    if (auto e = s.FindModel(model, &m)) return SendError(res, *e);
+    auto it = body.find("tokens");
+    if (it == body.end() || !it->is_array()) {
+      return SendError(res, BadRequest("tokens", "'tokens' must be an array of token ids"));
+    }
+    std::vector<int32_t> ids;
+    for (const Json& x : *it) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > INT32_MAX) {
+        return SendError(res, BadRequest("tokens", "'tokens' must be an array of token ids"));
+      }
+      ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
+    }
+    if (Status st = m->tokenizer.CheckIds(ids); !st.ok()) {
+      return SendError(res, BadRequest("tokens", st.message()));
+    }
+    SendJson(res, Json{{"prompt", m->tokenizer.Decode(ids)}});
+  });
+  http.Post("/flush_cache", [&s](const httplib::Request&, httplib::Response& res) {
+    if (!s.ready.load())
+      return SendError(res, FromStatus(Status(StatusCode::kUnavailable, "loading")));
+    for (const auto& m : s.models) m->engine->FlushCache();
+    res.set_content("Cache flushed.\n", "text/plain");
+  });
+  http.Post("/abort_request", [&s](const httplib::Request& req, httplib::Response& res) {
+    Json body;
+    if (auto e = ReadBody(req, &body)) return SendError(res, *e);
+    const bool all = body.value("abort_all", false);
+    std::string rid =
+        body.contains("rid") && body["rid"].is_string() ? body["rid"].get<std::string>() : "";
+    if (!all && rid.empty())
+      return SendError(res, BadRequest("rid", "give 'rid' or 'abort_all': true"));
+    int aborted = 0;
+    std::lock_guard<std::mutex> lock(s.jobs_mu);
+    for (auto& [id, job] : s.jobs) {
+      if (all || id == rid) {
+        job->abort.store(true);
+        for (RequestId r : job->ids) job->engine->Abort(r);
+        ++aborted;
+      }
+    }
+    SendJson(res, Json{{"aborted", aborted}});
+  });
+
+  if (s.options.port == 0) {
+    s.bound_port = http.bind_to_any_port(s.options.host);
+    if (s.bound_port <= 0) {
+      return IoError("cannot bind {} (any port)", s.options.host);
+    }
+  } else {
+    if (!http.bind_to_port(s.options.host, s.options.port)) {
+      return IoError("cannot bind {}:{} (in use, or not a local address?)", s.options.host,
+                     s.options.port);
+    }
+    s.bound_port = s.options.port;
+  }
+  http.RaiseBacklog(4096);
+  return Status::Ok();
+}
+
+void Server::Run() { impl_->http.listen_after_bind(); }
+
+void Server::Shutdown() {
+  Impl& s = *impl_;
+  if (s.draining.exchange(true)) return;
+  const auto deadline = Clock::now() + s.options.shutdown_timeout;
+  s.drain_deadline_ns.store(deadline.time_since_epoch().count());
+  s.http.stop();
+}
+
+}  // namespace mx::server

@@ -1,0 +1,69 @@
+// The HTTP server: OpenAI-compatible routes (/v1/chat/completions, /v1/completions,
+// /v1/models), sglang-native routes (/generate, /health, /health_generate, /flush_cache,
+// /abort_request), vLLM-style /tokenize and /detokenize, and Prometheus /metrics, over one or
+// more ServedModels. Each HTTP connection is served by a worker of a fixed pool
+// (http_threads); a request's engine stream is read on that worker, detokenized and written as
+// SSE or JSON. A client that goes away is noticed on the next write (a token, or a heartbeat
+// every disconnect_poll) and its engine requests are aborted.
+//
+// Lifecycle: Bind -> (Run on a thread) -> AddModel... -> SetReady -> Shutdown. Until
+// SetReady, /health answers 503 and generation routes 503.
+//
+// Thread-safety: Shutdown may be called from any thread (e.g. a signal-waiting thread);
+// AddModel and SetReady from the thread that owns the Server, before SetReady.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "server/request_parse.h"
+#include "server/served_model.h"
+
+namespace mx::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 30000;           // 0: any free port (see Server::port)
+  std::string api_key;        // non-empty: every route but /health needs "Bearer KEY"
+  std::string default_model;  // "": the first model added
+  size_t max_body_bytes = size_t{32} << 20;
+  int http_threads = 1024;  // concurrent connections served; more wait for a worker
+  std::chrono::milliseconds shutdown_timeout{30000};
+  std::chrono::milliseconds disconnect_poll{20};  // heartbeat period while waiting on the engine
+  RequestLimits limits;
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds host:port; errors name the address.
+  Status Bind();
+  int port() const;
+  // Serves until Shutdown has drained; returns then. REQUIRES: Bind succeeded.
+  void Run();
+
+  // REQUIRES: before SetReady. The first model added is the default unless
+  // options.default_model names another.
+  void AddModel(std::unique_ptr<ServedModel> model);
+  // Fails when default_model names no added model.
+  Status SetReady();
+
+  // Stops accepting connections, answers 503 to new requests on open connections, lets
+  // running requests finish up to shutdown_timeout and then aborts them. Returns at once; Run
+  // returns when the last request has ended. Idempotent.
+  void Shutdown();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mx::server
