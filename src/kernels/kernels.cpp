@@ -38,7 +38,29 @@ constexpr KernelTable kRefTable = {
     .rope = ref::Rope,
     .topk = ref::TopK,
     .swiglu = ref::SwiGlu,
+    .gemm_mxfp4 = ref::GemmMxfp4,
 };
+
+// The AVX2 table with its MXFP4 kernel; the avx512 level is the same table with the
+// AVX-512 VNNI MXFP4 kernel (the other entries have no AVX-512 versions yet).
+const KernelTable& Avx2WithMxfp4() {
+  static const KernelTable t = [] {
+    KernelTable k = Avx2KernelTable();
+    k.gemm_mxfp4 = avx2::GemmMxfp4;
+    return k;
+  }();
+  return t;
+}
+
+const KernelTable& Avx512WithMxfp4() {
+  static const KernelTable t = [] {
+    KernelTable k = Avx2WithMxfp4();
+    k.level = KernelLevel::kAvx512;
+    k.gemm_mxfp4 = avx512::GemmMxfp4;
+    return k;
+  }();
+  return t;
+}
 
 // Minimum output rows per worker before a GEMM is split (tiny GEMMs run inline).
 constexpr int64_t kMinRowsPerWorker = 16;
@@ -64,10 +86,14 @@ const KernelTable* GetKernelTable(KernelLevel level) {
       return &kRefTable;
     case KernelLevel::kAvx2: {
       const CpuFeatures& f = GetCpuFeatures();
-      return f.avx2 && f.fma ? &Avx2KernelTable() : nullptr;
+      return f.avx2 && f.fma ? &Avx2WithMxfp4() : nullptr;
+    }
+    case KernelLevel::kAvx512: {
+      const CpuFeatures& f = GetCpuFeatures();
+      return f.avx512_core() && f.avx512vnni && f.avx2 && f.fma ? &Avx512WithMxfp4() : nullptr;
     }
     default:
-      return nullptr;  // not written yet
+      return nullptr;
   }
 }
 

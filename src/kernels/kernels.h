@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "base/thread_pool.h"
+#include "kernels/mxfp4.h"
 
 namespace mx {
 
@@ -39,6 +40,9 @@ struct KernelTable {
   void (*topk)(const float* scores, int64_t n, int64_t k, int32_t* out);
   // out[n] = SiLU(gate[n]) ⊙ up[n]. out may alias gate.
   void (*swiglu)(const float* gate, const float* up, int64_t n, float* out);
+  // y[M, N] = x · Wᵀ with W MXFP4 (split-half) and x int8 Q8 blocks; see kernels/mxfp4.h.
+  // nullptr in a table means the ref kernel (GemmMxfp4 falls back to it).
+  GemmMxfp4Fn gemm_mxfp4 = nullptr;
 };
 
 // The table for one level; nullptr when that level is not compiled in or the CPU lacks it.
