@@ -14,11 +14,10 @@ build: deps
 	cmake --preset release >/dev/null
 	cmake --build --preset release -j $(JOBS)
 
-# The main job. Until the server lands: inspect the real GLM-5.2 config and the bundled test
-# checkpoint (the server issue makes this serve the bundled model).
+# The main job: build, then serve the bundled model on 127.0.0.1:30000; the server prints a
+# ready-to-paste curl line once the model is loaded. Ctrl-C (or SIGTERM) drains and exits.
 run: build
-	$(MXSERVE) inspect --config ../shared/configs/glm-5.2.json
-	$(MXSERVE) inspect tests/data/tiny-glm52
+	$(MXSERVE) serve models/glm-moe-dsa-arith-6m --host 127.0.0.1 --port 30000
 
 test: deps shared-check check-format test-release test-asan
 
