@@ -52,7 +52,9 @@ struct GenerationChunk {
   FinishReason finish = FinishReason::kNone;
   std::string matched_stop;  // the stop string or "" (stop token / EOS)
   std::optional<int32_t> matched_stop_token;
-  Status error;  // non-ok: the request failed
+  Status error;                     // non-ok: the request failed
+  int32_t stop_trim_bytes = 0;      // see above; set with matched_stop
+  std::vector<double> token_times;  // per token: seconds since the request was submitted
   // Filled on the last chunk:
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
@@ -101,7 +103,7 @@ struct EngineOptions {
   int64_t page_size = 64;               // tokens per KV page
   int64_t max_total_tokens = 0;         // KV capacity in tokens; 0 = from mem_fraction
   double mem_fraction = 0.3;            // of free memory for the KV pool when max_total_tokens == 0
-  std::string kv_cache_dtype = "auto";  // auto|bf16|fp8_e4m3|fp8_e4m3fnuz
+  std::string kv_cache_dtype = "auto";  // auto|bf16|fp8_e4m3|fp8_e4m3fnuz (f32: exact, tests)
   int32_t max_running_requests = 64;
   int32_t max_queued_requests = 1024;    // beyond: Submit returns ResourceExhausted
   int64_t chunked_prefill_size = 512;    // prefill tokens per step

@@ -47,6 +47,10 @@ class PagedKvStore final : public KvStore {
   // p % page_size of page table[p / page_size].
   std::vector<int32_t>& PageTable(int64_t seq) { return tables_[seq]; }
   void RemoveSequence(int64_t seq) { tables_.erase(seq); }
+  int64_t PageCount(int64_t seq) const {
+    auto it = tables_.find(seq);
+    return it == tables_.end() ? 0 : static_cast<int64_t>(it->second.size());
+  }
 
   Status Reserve(int64_t seq, int64_t n_positions) override;
   void WriteMlaRow(int64_t seq, int64_t layer, int64_t pos, const float* row) override;

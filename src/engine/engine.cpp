@@ -1,0 +1,372 @@
+// The Engine: a thread-safe front (submit / abort / stats / flush / shutdown) over the
+// Scheduler, driven by one engine loop thread; per-request streams are mutex + condvar queues.
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/log.h"
+#include "engine/engine_factory.h"
+#include "engine/scheduler.h"
+
+namespace mx {
+
+const char* FinishReasonName(FinishReason r) {
+  switch (r) {
+    case FinishReason::kNone:
+      return "";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+  }
+  return "";
+}
+
+namespace {
+
+class Channel final : public ChunkSink {
+ public:
+  void Push(GenerationChunk chunk) override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      q_.push_back(std::move(chunk));
+    }
+    cv_.notify_all();
+  }
+  std::optional<GenerationChunk> Pop(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> l(mu_);
+    if (!cv_.wait_for(l, timeout, [&] { return !q_.empty(); })) return std::nullopt;
+    GenerationChunk c = std::move(q_.front());
+    q_.pop_front();
+    return c;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<GenerationChunk> q_;
+};
+
+class Stream final : public RequestStream {
+ public:
+  Stream(RequestId id, std::shared_ptr<Channel> ch) : id_(id), ch_(std::move(ch)) {}
+  RequestId id() const override { return id_; }
+  std::optional<GenerationChunk> Next(std::chrono::milliseconds timeout) override {
+    if (last_) return *last_;
+    auto c = ch_->Pop(timeout);
+    if (c && c->finish != FinishReason::kNone) {
+      last_ = GenerationChunk();
+      last_->finish = c->finish;
+      last_->error = c->error;
+    }
+    return c;
+  }
+
+ private:
+  RequestId id_;
+  std::shared_ptr<Channel> ch_;
+  std::optional<GenerationChunk> last_;  // the end, repeated after the final chunk
+};
+
+class EngineImpl final : public Engine {
+ public:
+  EngineImpl(const EngineOptions& o, std::unique_ptr<ModelRunner> runner,
+             std::optional<tok::Tokenizer> tokenizer, SchedulerConfig cfg)
+      : opts_(o),
+        runner_(std::move(runner)),
+        tokenizer_(std::move(tokenizer)),
+        context_(cfg.context_window),
+        vocab_(runner_->config().vocab_size),
+        sched_(std::make_unique<Scheduler>(std::move(cfg), *runner_,
+                                           tokenizer_ ? &*tokenizer_ : nullptr)) {
+    published_ = sched_->stats();
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~EngineImpl() override { Shutdown(std::chrono::milliseconds(0)); }
+
+  Result<std::unique_ptr<RequestStream>> Submit(GenerationRequest r) override {
+    if (r.prompt.empty()) return InvalidArgument("the prompt is empty");
+    for (int32_t t : r.prompt) {
+      if (t < 0 || t >= vocab_)
+        return InvalidArgument("prompt token id {} is outside [0, {})", t, vocab_);
+    }
+    if (r.max_tokens < 1) return InvalidArgument("max_tokens must be >= 1, got {}", r.max_tokens);
+    if (r.min_tokens < 0 || r.min_tokens > r.max_tokens) {
+      return InvalidArgument("min_tokens {} must be in [0, max_tokens = {}]", r.min_tokens,
+                             r.max_tokens);
+    }
+    const int64_t total = static_cast<int64_t>(r.prompt.size()) + r.max_tokens;
+    if (total > context_) {
+      return InvalidArgument("prompt ({} tokens) + max_tokens ({}) exceeds the context window ({})",
+                             r.prompt.size(), r.max_tokens, context_);
+    }
+    if (sched_->PagesFor(total) > published_total_pages()) {
+      return InvalidArgument(
+          "prompt ({} tokens) + max_tokens ({}) needs more KV than the whole pool ({} tokens)",
+          r.prompt.size(), r.max_tokens, published_total_pages() * opts_.page_size);
+    }
+    if (r.sampling.temperature < 0 || r.sampling.top_p <= 0 || r.sampling.top_p > 1 ||
+        r.sampling.min_p < 0 || r.sampling.min_p > 1 || r.sampling.top_k < 0) {
+      return InvalidArgument("sampling parameters out of range");
+    }
+    if (r.top_logprobs > 20) return InvalidArgument("top_logprobs must be <= 20");
+    std::lock_guard<std::mutex> l(mu_);
+    if (stopping_) return Status(StatusCode::kUnavailable, "the engine is shutting down");
+    if (static_cast<int64_t>(inbox_.size()) + queued_ >= opts_.max_queued_requests) {
+      ++rejected_;
+      return ResourceExhausted("the request queue is full ({} requests waiting)",
+                               opts_.max_queued_requests);
+    }
+    const RequestId id = next_id_++;
+    auto ch = std::make_shared<Channel>();
+    inbox_.push_back({id, std::move(r), ch, Clock::now()});
+    cv_.notify_all();
+    return std::unique_ptr<RequestStream>(std::make_unique<Stream>(id, ch));
+  }
+
+  void Abort(RequestId id) override {
+    std::lock_guard<std::mutex> l(mu_);
+    aborts_.push_back(id);
+    cv_.notify_all();
+  }
+
+  EngineStats Stats() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    EngineStats s = published_;
+    s.queued += static_cast<int64_t>(inbox_.size());
+    s.requests_rejected = rejected_;
+    return s;
+  }
+
+  void FlushCache() override {
+    std::lock_guard<std::mutex> l(mu_);
+    flush_ = true;
+    cv_.notify_all();
+  }
+
+  void Shutdown(std::chrono::milliseconds drain_timeout) override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!stopping_) {
+        stopping_ = true;
+        deadline_ = Clock::now() + drain_timeout;
+      }
+      cv_.notify_all();
+    }
+    std::lock_guard<std::mutex> j(join_mu_);
+    if (thread_.joinable()) thread_.join();
+  }
+
+  int64_t context_window() const override { return context_; }
+  int64_t vocab_size() const override { return vocab_; }
+
+ private:
+  struct Incoming {
+    RequestId id;
+    GenerationRequest req;
+    std::shared_ptr<Channel> ch;
+    Clock::time_point submitted;
+  };
+
+  int64_t published_total_pages() const { return total_pages_; }
+
+  void Loop() {
+    while (true) {
+      std::vector<Incoming> in;
+      std::vector<RequestId> aborts;
+      bool flush = false, stopping = false;
+      Clock::time_point deadline;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] {
+          return !inbox_.empty() || !aborts_.empty() || flush_ || stopping_ || !sched_->idle();
+        });
+        in.swap(inbox_);
+        aborts.swap(aborts_);
+        std::swap(flush, flush_);
+        stopping = stopping_;
+        deadline = deadline_;
+        queued_ += static_cast<int64_t>(in.size());
+      }
+      for (auto& r : in) sched_->Add(r.id, std::move(r.req), std::move(r.ch), r.submitted);
+      for (RequestId id : aborts) sched_->Abort(id);
+      if (flush) {
+        const int64_t n = sched_->FlushCache();
+        MX_LOG_INFO("radix cache flushed: {} pages freed", n);
+      }
+      bool done = false;
+      if (stopping && (sched_->idle() || Clock::now() >= deadline)) {
+        sched_->AbortAll(Status(StatusCode::kUnavailable, "the engine shut down"));
+        done = true;
+      } else {
+        sched_->Step();
+      }
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        published_ = sched_->stats();
+        queued_ = published_.queued;
+      }
+      if (done) return;
+    }
+  }
+
+  EngineOptions opts_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::optional<tok::Tokenizer> tokenizer_;
+  int64_t context_;
+  int64_t vocab_;
+  std::unique_ptr<Scheduler> sched_;  // the loop thread's
+  int64_t total_pages_ = 0;
+
+ public:
+  void set_total_pages(int64_t n) { total_pages_ = n; }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Incoming> inbox_;
+  std::vector<RequestId> aborts_;
+  bool flush_ = false;
+  bool stopping_ = false;
+  Clock::time_point deadline_;
+  RequestId next_id_ = 1;
+  int64_t queued_ = 0;
+  int64_t rejected_ = 0;
+  EngineStats published_;
+  std::mutex join_mu_;
+  std::thread thread_;
+};
+
+int64_t AvailableMemoryBytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return int64_t{8} << 30;
+}
+
+}  // namespace
+
+Result<std::vector<int32_t>> LoadEosTokenIds(const std::string& model_dir,
+                                             const ModelConfig& config) {
+  std::vector<int32_t> ids;
+  for (int64_t id : config.eos_token_ids) ids.push_back(static_cast<int32_t>(id));
+  const std::string path = (std::filesystem::path(model_dir) / "generation_config.json").string();
+  std::ifstream f(path);
+  if (f) {
+    nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return InvalidArgument("{}: not valid JSON", path);
+    if (j.contains("eos_token_id")) {
+      const auto& v = j["eos_token_id"];
+      std::vector<nlohmann::json> items;
+      if (v.is_array()) {
+        items.assign(v.begin(), v.end());
+      } else {
+        items.push_back(v);
+      }
+      for (const auto& e : items) {
+        if (!e.is_number_integer()) {
+          return InvalidArgument("{}: eos_token_id must be an integer or a list of integers", path);
+        }
+        ids.push_back(e.get<int32_t>());
+      }
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
+                                                       std::unique_ptr<ModelRunner> runner,
+                                                       std::optional<tok::Tokenizer> tokenizer,
+                                                       std::vector<int32_t> eos_ids,
+                                                       std::vector<float> kv_scales) {
+  if (o.page_size < 1) return InvalidArgument("page_size must be >= 1, got {}", o.page_size);
+  if (o.chunked_prefill_size < 1) {
+    return InvalidArgument("chunked_prefill_size must be >= 1, got {}", o.chunked_prefill_size);
+  }
+  if (o.max_running_requests < 1) {
+    return InvalidArgument("max_running_requests must be >= 1, got {}", o.max_running_requests);
+  }
+  if (o.schedule_policy != "fcfs" && o.schedule_policy != "lpm") {
+    return InvalidArgument("schedule_policy '{}': expected fcfs or lpm", o.schedule_policy);
+  }
+  if (o.speculative_num_steps != 0) {
+    return Unimplemented("speculative decoding is not implemented yet (speculative_num_steps)");
+  }
+  MX_ASSIGN_OR_RETURN(KvCacheDtype dtype, ParseKvCacheDtype(o.kv_cache_dtype));
+  const ModelConfig& c = runner->config();
+  const int64_t n_layers = c.num_hidden_layers + (c.num_nextn_predict_layers > 0 ? 1 : 0);
+  if (!kv_scales.empty() && static_cast<int64_t>(kv_scales.size()) != n_layers) {
+    return InvalidArgument("{} KV scales for {} layers", kv_scales.size(), n_layers);
+  }
+  if ((dtype == KvCacheDtype::kFp8E4M3Fn || dtype == KvCacheDtype::kFp8E4M3Fnuz) &&
+      kv_scales.empty()) {
+    MX_LOG_WARN("kv_cache_dtype {}: the checkpoint has no KV scales; using 1.0 for every layer",
+                KvCacheDtypeName(dtype));
+  }
+  const int64_t bpt = PagedKvStore::BytesPerToken(c, dtype);
+  int64_t tokens = o.max_total_tokens;
+  if (tokens <= 0) {
+    tokens = static_cast<int64_t>(o.mem_fraction * static_cast<double>(AvailableMemoryBytes())) /
+             std::max<int64_t>(bpt, 1);
+    // More than every running request at full context is never used.
+    tokens = std::min(tokens, int64_t{o.max_running_requests} * c.max_position_embeddings);
+  }
+  const int64_t n_pages = std::max<int64_t>(1, tokens / o.page_size);
+  MX_LOG_INFO("KV cache: {} pages of {} tokens = {} tokens, {} bytes per token ({}), {:.1f} MiB",
+              n_pages, o.page_size, n_pages * o.page_size, bpt, KvCacheDtypeName(dtype),
+              static_cast<double>(n_pages * o.page_size * bpt) / (1 << 20));
+  SchedulerConfig sc;
+  sc.page_size = o.page_size;
+  sc.n_pages = n_pages;
+  sc.kv_dtype = dtype;
+  sc.kv_scales = std::move(kv_scales);
+  sc.max_running_requests = o.max_running_requests;
+  sc.chunked_prefill_size = o.chunked_prefill_size;
+  sc.lpm = o.schedule_policy == "lpm";
+  sc.disable_radix_cache = o.disable_radix_cache;
+  sc.eos_ids = std::move(eos_ids);
+  sc.context_window = c.max_position_embeddings;
+  auto e = std::make_unique<EngineImpl>(o, std::move(runner), std::move(tokenizer), std::move(sc));
+  e->set_total_pages(n_pages);
+  return std::unique_ptr<Engine>(std::move(e));
+}
+
+Result<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& o) {
+  const KernelTable* kt = &SelectKernels();
+  if (!o.kernels.empty()) {
+    kt = nullptr;
+    for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
+      if (o.kernels == KernelLevelName(l)) kt = GetKernelTable(l);
+    }
+    if (kt == nullptr) {
+      return InvalidArgument("kernels '{}': unknown or not available on this CPU", o.kernels);
+    }
+  }
+  MX_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(o.model_dir));
+  MX_ASSIGN_OR_RETURN(std::vector<int32_t> eos, LoadEosTokenIds(o.model_dir, model->config()));
+  std::optional<tok::Tokenizer> tokenizer;
+  const std::string tok_path = (std::filesystem::path(o.model_dir) / "tokenizer.json").string();
+  if (std::filesystem::exists(tok_path)) {
+    MX_ASSIGN_OR_RETURN(tok::Tokenizer t, tok::Tokenizer::FromFile(tok_path));
+    tokenizer.emplace(std::move(t));
+  }
+  return CreateEngineWithRunner(o, MakeModelRunner(std::move(model), *kt, o.threads),
+                                std::move(tokenizer), std::move(eos));
+}
+
+}  // namespace mx

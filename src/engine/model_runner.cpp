@@ -1,0 +1,37 @@
+// The real ModelRunner: Model::Forward with last-row logits.
+#include "engine/model_runner.h"
+
+#include "base/thread_pool.h"
+
+namespace mx {
+
+namespace {
+
+class RealModelRunner final : public ModelRunner {
+ public:
+  RealModelRunner(std::unique_ptr<Model> model, const KernelTable& kt, int threads)
+      : model_(std::move(model)), kt_(kt), pool_(threads) {}
+
+  const ModelConfig& config() const override { return model_->config(); }
+
+  Result<std::vector<float>> Forward(const ForwardBatch& batch, KvStore& kv) override {
+    ForwardOptions opts;
+    opts.logits = LogitsMode::kLast;
+    MX_ASSIGN_OR_RETURN(ForwardOutput out, model_->Forward(batch, opts, kv, kt_, pool_));
+    return std::move(out.logits);
+  }
+
+ private:
+  std::unique_ptr<Model> model_;
+  const KernelTable& kt_;
+  ThreadPool pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelRunner> MakeModelRunner(std::unique_ptr<Model> model, const KernelTable& kt,
+                                             int threads) {
+  return std::make_unique<RealModelRunner>(std::move(model), kt, threads);
+}
+
+}  // namespace mx

@@ -1,0 +1,32 @@
+// What the scheduler needs from a model: its config and one forward over a batch that returns
+// the logits of each sequence's last row. The real runner wraps Model + KernelTable +
+// ThreadPool; tests substitute cheap fakes (engine_test_util.h) to drive the scheduler hard.
+//
+// Thread-safety: called from the engine loop thread only.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "io/model_config.h"
+#include "kernels/kernels.h"
+#include "model/forward_batch.h"
+#include "model/kv_store.h"
+#include "model/model.h"
+
+namespace mx {
+
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+  virtual const ModelConfig& config() const = 0;
+  // Logits [batch.seqs.size(), vocab_size]: the last new row of every sequence.
+  virtual Result<std::vector<float>> Forward(const ForwardBatch& batch, KvStore& kv) = 0;
+};
+
+// REQUIRES: kt outlives the runner. threads <= 0: one per core.
+std::unique_ptr<ModelRunner> MakeModelRunner(std::unique_ptr<Model> model, const KernelTable& kt,
+                                             int threads);
+
+}  // namespace mx

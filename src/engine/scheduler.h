@@ -1,0 +1,116 @@
+// The engine's single-threaded core: request state, the waiting queue (fcfs or lpm), admission
+// under a KV page budget, chunked prefill mixed with decode in one ForwardBatch, sampling and
+// stop checks, retraction when decode runs out of pages, and the radix prefix cache.
+//
+// One Step():
+//   1. aborts: queued requests end at once; running ones release (and cache) their pages;
+//   2. decode: every running request with one token left gets a page for it; when none is
+//      left even after evicting the cache, the youngest running request is retracted (its
+//      computed pages go to the radix cache, it returns to the head of the queue);
+//   3. prefill: chunks of requests mid-prefill (oldest first), then new admissions, up to
+//      chunked_prefill_size tokens in all (several requests may be mid-prefill);
+//   4. one forward; requests whose chunk reached the end of their tokens sample a token.
+// Admission reserves, for every running request, pages for its future tokens estimated as
+// new_token_ratio · (max_tokens − generated) (sglang's PrefillAdder; the ratio decays each step
+// and rises after a retraction).
+//
+// Thread-safety: none; the engine loop thread owns it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/logits_processor.h"
+#include "engine/model_runner.h"
+#include "engine/sampler.h"
+#include "engine/stop_matcher.h"
+#include "kv/page_pool.h"
+#include "kv/paged_kv_store.h"
+#include "kv/radix_cache.h"
+#include "tokenizer/tokenizer.h"
+
+namespace mx {
+
+using Clock = std::chrono::steady_clock;
+
+// Where a request's chunks go (the stream's channel).
+class ChunkSink {
+ public:
+  virtual ~ChunkSink() = default;
+  virtual void Push(GenerationChunk chunk) = 0;
+};
+
+struct SchedulerConfig {
+  int64_t page_size = 64;
+  int64_t n_pages = 0;
+  KvCacheDtype kv_dtype = KvCacheDtype::kBf16;
+  std::vector<float> kv_scales;  // per layer, or empty (1.0)
+  int32_t max_running_requests = 64;
+  int64_t chunked_prefill_size = 512;
+  bool lpm = false;
+  bool disable_radix_cache = false;
+  std::vector<int32_t> eos_ids;
+  int64_t context_window = 0;
+};
+
+class Scheduler {
+ public:
+  // `tokenizer` may be null (stop strings are then ignored).
+  Scheduler(SchedulerConfig cfg, ModelRunner& runner, const tok::Tokenizer* tokenizer);
+  ~Scheduler();
+
+  // REQUIRES: the request passed the engine's validation (see Engine::Submit).
+  void Add(RequestId id, GenerationRequest req, std::shared_ptr<ChunkSink> sink,
+           Clock::time_point submitted);
+  void Abort(RequestId id);          // takes effect at the next Step
+  void AbortAll(const Status& why);  // now
+  int64_t FlushCache();              // evicts every unlocked cached page; returns pages freed
+
+  // One iteration; false when there was nothing to run.
+  bool Step();
+  bool idle() const { return waiting_.empty() && running_.empty() && aborts_.empty(); }
+
+  int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
+  int64_t running() const { return static_cast<int64_t>(running_.size()); }
+  EngineStats stats() const;
+  // Pages a request of n tokens (prompt + max_tokens) needs at most.
+  int64_t PagesFor(int64_t n_tokens) const;
+  const PagePool& pool() const { return pool_; }
+  const RadixCache& radix() const { return radix_; }
+
+ private:
+  struct Request;
+  using ReqPtr = std::unique_ptr<Request>;
+
+  bool EnsurePages(Request& r, int64_t n_positions);
+  void Release(Request& r, bool cache);
+  void Retract(size_t running_index);
+  void Finish(Request& r, FinishReason reason, Status error = Status::Ok());
+  void Emit(Request& r, bool final);
+  bool TryAdmit(int64_t& budget, std::vector<std::pair<Request*, int64_t>>& batch);
+  size_t PickWaiting();
+  int64_t Reserved() const;
+  void ProcessLogits(Request& r, std::span<float> logits);
+
+  SchedulerConfig cfg_;
+  ModelRunner& runner_;
+  const tok::Tokenizer* tokenizer_;
+  int64_t vocab_;
+  PagePool pool_;
+  PagedKvStore kv_;
+  RadixCache radix_;
+  std::deque<ReqPtr> waiting_;
+  std::vector<ReqPtr> running_;  // in admission order
+  std::vector<RequestId> aborts_;
+  uint64_t admit_counter_ = 0;
+  double new_token_ratio_;
+  EngineStats stats_;
+};
+
+}  // namespace mx
