@@ -10,10 +10,18 @@
 #include "base/numerics.h"
 #include "model/checkpoint_check.h"
 #include "model/tensor_plan.h"
+#include "quant/exclude.h"
+#include "quant/mxfp4.h"
+#include "quant/quark_config.h"
 
 namespace mx {
 
 float LinearWeight::at(int64_t row, int64_t col) const {
+  if (dtype == DType::kU8) {
+    const int64_t b = col / 32, t = col % 32;
+    const uint8_t byte = mx_q[row * (k / 2) + b * 16 + t % 16];
+    return E2M1ToF32(t < 16 ? byte & 0xf : byte >> 4) * E8M0ToF32(mx_e[row * (k / 32) + b]);
+  }
   return dtype == DType::kBF16 ? Bf16ToF32(bf16[row * k + col]) : f32[row * k + col];
 }
 
@@ -25,6 +33,9 @@ LinearWeight LinearWeight::Rows(int64_t first, int64_t count) const {
   v.k = k;
   if (dtype == DType::kBF16) {
     v.bf16 = bf16 + first * k;
+  } else if (dtype == DType::kU8) {
+    v.mx_q = mx_q + first * (k / 2);
+    v.mx_e = mx_e + first * (k / 32);
   } else {
     v.f32 = f32 + first * k;
   }
@@ -36,6 +47,8 @@ void Linear(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
   MX_CHECK(!w.empty());
   if (w.dtype == DType::kBF16) {
     GemmBf16(kt, pool, x, m, w.k, w.bf16, w.n, y);
+  } else if (w.dtype == DType::kU8) {
+    GemmMxfp4(kt, pool, x, m, w.k, w.mx_q, w.mx_e, w.n, y);
   } else {
     GemmF32(kt, pool, x, m, w.k, w.f32, w.n, y);
   }
@@ -100,6 +113,17 @@ class Loader {
         std::memcpy(w.owned_bf16.data(), v.data, v.nbytes);
         w.bf16 = w.owned_bf16.data();
       }
+      return w;
+    }
+    if (v.dtype == DType::kU8) {  // MXFP4, checked by CheckCheckpoint and CheckQuantization
+      const TensorView& s = View(name + "_scale");
+      w.dtype = DType::kU8;
+      w.k = v.shape[1] * 2;
+      w.owned_mx_q.resize(v.nbytes);
+      quant::RepackQuarkToSplitHalf(v.data, w.n * w.k / 32, w.owned_mx_q.data());
+      w.owned_mx_e.assign(s.data, s.data + s.nbytes);
+      w.mx_q = w.owned_mx_q.data();
+      w.mx_e = w.owned_mx_e.data();
       return w;
     }
     if (v.dtype == DType::kF32 || v.dtype == DType::kF16) {
@@ -170,12 +194,89 @@ class Loader {
 
 }  // namespace
 
+namespace {
+
+bool EndsWithStr(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string Found(const TensorMatch& m) {
+  std::string s = fmt::format("{} {}", DTypeName(m.view->dtype), ShapeString(m.view->shape));
+  if (m.scale != nullptr) {
+    s += fmt::format(" + {} {} {}", m.scale->name, DTypeName(m.scale->dtype),
+                     ShapeString(m.scale->shape));
+  }
+  return s;
+}
+
+}  // namespace
+
+Status CheckQuantization(const ModelConfig& config, const CheckpointReport& report) {
+  quant::QuantConfigInfo info;
+  if (config.quantization_config_json) {
+    auto parsed = quant::ParseQuantConfig(*config.quantization_config_json);
+    if (!parsed.ok()) return parsed.status();
+    info = std::move(parsed).value();
+  }
+  const bool mxfp4 = info.quant_method == "quark" && info.weight_mxfp4;
+  if (info.quant_method == "quark" && !info.weight_mxfp4) {
+    return Unimplemented(
+        "quantization_config: quant_method quark with a weight spec other than fp4 per_group 32 "
+        "(MXFP4) is not supported");
+  }
+  MX_ASSIGN_OR_RETURN(quant::ExcludeList exclude, quant::ExcludeList::Parse(info.exclude));
+  const int64_t mtp_layer = config.num_nextn_predict_layers > 0 ? config.mtp_layer_index() : -1;
+  std::vector<std::string> problems;
+  for (const TensorMatch& m : report.matches) {
+    const TensorSpec& spec = *m.spec;
+    if (m.view == nullptr || spec.shape.size() != 2 || !EndsWithStr(spec.name, ".weight")) continue;
+    const std::string module = spec.name.substr(0, spec.name.size() - 7);
+    const int64_t n = spec.shape[0], k = spec.shape[1];
+    const std::string want_mx =
+        fmt::format("U8 [{}, {}] + {}.weight_scale U8 [{}, {}]", n, k / 2, module, n, k / 32);
+    const std::string want_bf16 =
+        fmt::format("{} {}", DTypeName(spec.dtype), ShapeString(spec.shape));
+    if (m.format == WeightFormat::kMXFP4) {
+      if (!mxfp4) {
+        problems.push_back(
+            fmt::format("{}: config.json has no MXFP4 (quark fp4) quantization_config, so expected "
+                        "{}, found {}",
+                        spec.name, want_bf16, Found(m)));
+      } else if (const quant::ExcludeRule* r = exclude.FirstMatch(module, mtp_layer)) {
+        problems.push_back(fmt::format(
+            "{}: quantization_config.exclude entry '{}' keeps it unquantized, so expected {}, "
+            "found {}",
+            spec.name, r->text(), want_bf16, Found(m)));
+      }
+      continue;
+    }
+    const bool float_weight = m.format == WeightFormat::kBF16 || m.format == WeightFormat::kF16 ||
+                              m.format == WeightFormat::kF32;
+    // The embedding and the MoE router are not Linear modules: Quark never quantizes them.
+    const bool quantizable =
+        spec.category != TensorCategory::kEmbed && !EndsWithStr(spec.name, ".mlp.gate.weight");
+    if (mxfp4 && float_weight && quantizable && !exclude.Matches(module, mtp_layer)) {
+      problems.push_back(fmt::format(
+          "{}: not covered by quantization_config.exclude (checked as {}), so expected MXFP4 {}, "
+          "found {}",
+          spec.name, fmt::join(quant::ModuleAliases(module, mtp_layer), ", "), want_mx, Found(m)));
+    }
+  }
+  if (problems.empty()) return Status::Ok();
+  std::string msg = fmt::format("{} tensor(s) disagree with quantization_config:", problems.size());
+  for (size_t i = 0; i < problems.size() && i < 20; ++i) msg += "\n  " + problems[i];
+  if (problems.size() > 20) msg += fmt::format("\n  ... and {} more", problems.size() - 20);
+  return InvalidArgument("{}", msg);
+}
+
 Result<ModelWeights> LoadModelWeights(const ModelConfig& config, const Checkpoint& ckpt) {
   const std::vector<TensorSpec> specs = ExpectedTensors(config);
   const CheckpointReport report = CheckCheckpoint(config, specs, ckpt);
   if (!report.ok()) {
     return InvalidArgument("checkpoint does not match its config: {}", report.ProblemSummary());
   }
+  MX_RETURN_IF_ERROR(CheckQuantization(config, report));
   Loader ld(ckpt);
   ModelWeights w;
   MX_ASSIGN_OR_RETURN(w.embed_tokens, ld.Matrix("model.embed_tokens.weight"));

@@ -18,12 +18,14 @@
 #include "io/checkpoint.h"
 #include "io/model_config.h"
 #include "kernels/kernels.h"
+#include "model/checkpoint_check.h"
 
 namespace mx {
 
-// A linear weight W[n, k] (HF [out, in]); either bf16 (usually a view into the mapped file) or
-// fp32 (owned). Move-only, so a pointer never refers to another object's owned storage; use
-// Rows() for a view.
+// A linear weight W[n, k] (HF [out, in]); bf16 (usually a view into the mapped file), fp32
+// (owned) or MXFP4 (dtype kU8: repacked once at load into the kernels' split-half order,
+// kernels/mxfp4.h). Move-only, so a pointer never refers to another object's owned storage;
+// use Rows() for a view.
 struct LinearWeight {
   LinearWeight() = default;
   LinearWeight(LinearWeight&&) noexcept = default;
@@ -31,12 +33,18 @@ struct LinearWeight {
   LinearWeight(const LinearWeight&) = delete;
   LinearWeight& operator=(const LinearWeight&) = delete;
 
-  DType dtype = DType::kBF16;  // kBF16 or kF32
+  DType dtype = DType::kBF16;  // kBF16, kF32, or kU8 = MXFP4
   const uint16_t* bf16 = nullptr;
   const float* f32 = nullptr;
+  const uint8_t* mx_q = nullptr;  // MXFP4 codes, split-half [n, k/2]
+  const uint8_t* mx_e = nullptr;  // MXFP4 E8M0 scales [n, k/32]
   int64_t n = 0, k = 0;
   std::vector<float> owned_f32;      // backing store when converted (f16/f32)
   std::vector<uint16_t> owned_bf16;  // backing store when the mapped data is misaligned
+  std::vector<uint8_t> owned_mx_q;   // repacked MXFP4 codes
+  std::vector<uint8_t> owned_mx_e;   // MXFP4 scales
+
+  bool is_mxfp4() const { return dtype == DType::kU8; }
 
   bool empty() const { return n == 0; }
   float at(int64_t row, int64_t col) const;  // element as fp32 (slow path)
@@ -45,6 +53,7 @@ struct LinearWeight {
 };
 
 // y[m, n] = x[m, k] · Wᵀ (fp32 accumulation, threaded over n, y poisoned with NaN first).
+// MXFP4 weights take the int8-activation kernel (kernels/mxfp4.h).
 void Linear(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
             const LinearWeight& w, float* y);
 
@@ -112,8 +121,18 @@ struct ModelWeights {
 };
 
 // REQUIRES: `ckpt` outlives the returned weights (bf16 views point into its mapping).
+// Each tensor's format is decided from the file (checkpoint_check.h) and cross-checked against
+// config.json's quantization_config (CheckQuantization).
 // Errors: InvalidArgument with CheckCheckpoint's ProblemSummary (missing / unexpected /
-// mis-shaped tensors), Unimplemented for quantized (fp8 / mxfp4) tensors.
+// mis-shaped tensors) or CheckQuantization's list; Unimplemented for fp8 tensors.
+// Cross-checks what the file holds against the quantization_config: with a Quark MXFP4 config,
+// every linear weight (not the embedding or the router) must be MXFP4 unless an `exclude` entry
+// covers it (quant/exclude.h: exact / glob / re:, MTP aliases model.decoder.* and model.*,
+// fused and per-expert names), and an excluded one must not be MXFP4; without one, no tensor
+// may be MXFP4. Errors: InvalidArgument listing each disagreeing tensor with the expected and
+// found dtype and shape.
+Status CheckQuantization(const ModelConfig& config, const CheckpointReport& report);
+
 Result<ModelWeights> LoadModelWeights(const ModelConfig& config, const Checkpoint& ckpt);
 
 }  // namespace mx

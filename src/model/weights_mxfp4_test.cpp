@@ -1,0 +1,213 @@
+// MXFP4 checkpoints through the loader and the forward: a tiny checkpoint quantized by
+// quant::QuantizeCheckpoint (routed experts MXFP4, everything else bf16 and listed in the Quark
+// exclude list) loads, runs with MTP and generates; and the loader's cross-check of the file
+// against quantization_config, including the reported failure: the MTP layer's bf16 shared
+// expert excluded under its checkpoint name `model.layers.{L}.*` or sglang's
+// `model.decoder.*` loads, and with the entry removed the load fails with a clear message.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "model/model.h"
+#include "model/model_test_util.h"
+#include "quant/quantizer.h"
+
+namespace mx {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Removes the temporary checkpoints at exit.
+struct TempDirs {
+  std::vector<fs::path> dirs;
+  ~TempDirs() {
+    for (const auto& d : dirs) fs::remove_all(d);
+  }
+};
+TempDirs& Temps() {
+  static TempDirs t;
+  return t;
+}
+
+// The tiny checkpoint quantized once per process into a temporary directory.
+const std::string& QuantizedTiny() {
+  static const std::string dir = [] {
+    const fs::path out = fs::temp_directory_path() / fmt::format("mx_q_tiny_{}", ::getpid());
+    fs::remove_all(out);
+    Temps().dirs.push_back(out);
+    quant::QuantizeOptions o;
+    o.threads = 2;
+    auto r = quant::QuantizeCheckpoint(TestCheckpointDir("tiny"), out.string(), o);
+    if (!r.ok()) {
+      ADD_FAILURE() << r.status().ToString();
+      std::abort();
+    }
+    return out.string();
+  }();
+  return dir;
+}
+
+// A copy of the quantized checkpoint whose exclude list is edited by `edit`.
+std::string WithExclude(const std::string& name,
+                        const std::function<void(std::vector<std::string>&)>& edit) {
+  const fs::path dst = fs::path(QuantizedTiny()).string() + "_" + name;
+  fs::remove_all(dst);
+  Temps().dirs.push_back(dst);
+  fs::copy(QuantizedTiny(), dst, fs::copy_options::recursive);
+  std::ifstream in(dst / "config.json");
+  nlohmann::ordered_json cfg = nlohmann::ordered_json::parse(in);
+  std::vector<std::string> ex = cfg["quantization_config"]["exclude"];
+  edit(ex);
+  cfg["quantization_config"]["exclude"] = ex;
+  std::ofstream(dst / "config.json") << cfg.dump(2);
+  return dst.string();
+}
+
+// Drops every exclude entry of the MTP layer's (layer 4) shared expert.
+void DropMtpSharedExpert(std::vector<std::string>& ex) {
+  std::erase_if(ex, [](const std::string& e) {
+    return e.rfind("model.layers.4.mlp.shared_experts.", 0) == 0;
+  });
+}
+
+Result<ForwardOutput> RunWithMtp(const Model& m) {
+  ContiguousKvStore kv(m.config(), 64);
+  ForwardBatch b;
+  SequenceInput s;
+  s.seq = kv.AddSequence();
+  s.tokens = {1, 5, 9, 17, 33, 65, 129, 200};
+  s.mtp_next = {5, 9, 17, 33, 65, 129, 200, 7};
+  b.seqs.push_back(s);
+  ForwardOptions opts;
+  opts.logits = LogitsMode::kAll;
+  ThreadPool pool(2);
+  return m.Forward(b, opts, kv, SelectKernels(), pool);
+}
+
+TEST(Mxfp4Weights, QuantizedTinyLoadsWithMxfp4ExpertsAndRunsMtp) {
+  auto m = Model::Load(QuantizedTiny());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const ModelWeights& w = (*m)->weights();
+  EXPECT_TRUE(w.layers[1].moe.experts[0].gate_proj.is_mxfp4());
+  EXPECT_TRUE(w.mtp.layer.moe.experts[3].down_proj.is_mxfp4());
+  EXPECT_FALSE(w.mtp.layer.moe.shared_experts.up_proj.is_mxfp4());
+  EXPECT_FALSE(w.layers[1].attn.q_a_proj.is_mxfp4());
+  auto out = RunWithMtp(**m);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_FALSE(out->mtp_logits.empty());
+  for (float v : out->mtp_logits) ASSERT_TRUE(std::isfinite(v));
+
+  // Close to the bf16 model: MXFP4 experts perturb logits but rarely the argmax.
+  const Model& base = TestModel("tiny");
+  auto ref = RunWithMtp(base);
+  ASSERT_TRUE(ref.ok());
+  const int64_t V = base.config().vocab_size, T = 8;
+  int agree = 0;
+  double max_diff = 0;
+  for (int64_t r = 0; r < T; ++r) {
+    agree += ArgMax(out->logits.data() + r * V, V) == ArgMax(ref->logits.data() + r * V, V);
+  }
+  max_diff = MaxAbsDiff(out->logits, ref->logits);
+  std::printf("[tiny mxfp4 vs bf16] top-1 agreement %d/%lld, logits max abs diff %.3g\n", agree,
+              static_cast<long long>(T), max_diff);
+  EXPECT_GE(agree, T / 2);
+}
+
+TEST(Mxfp4Weights, QuantizedTinyGenerates) {
+  auto m = Model::Load(QuantizedTiny());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ContiguousKvStore kv((*m)->config(), 64);
+  ThreadPool pool(1);
+  SequenceInput s;
+  s.seq = kv.AddSequence();
+  s.tokens = {1, 5, 9, 17};
+  std::vector<int32_t> got;
+  for (int step = 0; step < 16; ++step) {
+    ForwardBatch b;
+    b.seqs.push_back(s);
+    auto out = (*m)->Forward(b, ForwardOptions{}, kv, SelectKernels(), pool);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    const int32_t next = ArgMax(out->logits.data(), (*m)->config().vocab_size);
+    got.push_back(next);
+    s.start_pos += static_cast<int64_t>(s.tokens.size());
+    s.tokens = {next};
+  }
+  EXPECT_EQ(got.size(), 16u);
+}
+
+TEST(Mxfp4Weights, MtpSharedExpertExcludedUnderCheckpointGlobLoads) {
+  const std::string dir = WithExclude("ckpt_glob", [](std::vector<std::string>& ex) {
+    DropMtpSharedExpert(ex);
+    ex.push_back("model.layers.4.mlp.shared_experts.*");
+  });
+  auto m = Model::Load(dir);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  auto out = RunWithMtp(**m);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+}
+
+TEST(Mxfp4Weights, MtpSharedExpertExcludedUnderSglangNameLoads) {
+  for (const std::string entry :
+       {"model.decoder.mlp.shared_experts.*", "model.decoder.mlp.shared_experts",
+        "re:model\\.decoder\\.mlp\\.shared_experts\\."}) {
+    const std::string dir = WithExclude("sglang", [&](std::vector<std::string>& ex) {
+      DropMtpSharedExpert(ex);
+      ex.push_back(entry);
+    });
+    auto m = Model::Load(dir);
+    ASSERT_TRUE(m.ok()) << entry << ": " << m.status().ToString();
+    auto out = RunWithMtp(**m);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+  }
+}
+
+TEST(Mxfp4Weights, MtpSharedExpertNotExcludedFailsClearly) {
+  const std::string dir = WithExclude("missing", DropMtpSharedExpert);
+  auto m = Model::Load(dir);
+  ASSERT_FALSE(m.ok());
+  const std::string msg = m.status().message();
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(msg.find("model.layers.4.mlp.shared_experts.gate_proj.weight"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("expected MXFP4 U8 [32, 32]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("found BF16 [32, 64]"), std::string::npos) << msg;
+  std::printf("%s\n", msg.c_str());
+}
+
+TEST(Mxfp4Weights, ExcludedButMxfp4InFileFails) {
+  const std::string dir = WithExclude("wrong", [](std::vector<std::string>& ex) {
+    ex.push_back("model.layers.2.mlp.experts.3.up_proj");
+  });
+  auto m = Model::Load(dir);
+  ASSERT_FALSE(m.ok());
+  const std::string msg = m.status().message();
+  EXPECT_NE(msg.find("model.layers.2.mlp.experts.3.up_proj.weight: quantization_config.exclude "
+                     "entry 'model.layers.2.mlp.experts.3.up_proj'"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("expected BF16 [32, 64], found U8 [32, 32]"), std::string::npos) << msg;
+}
+
+TEST(Mxfp4Weights, Mxfp4WithoutConfigFails) {
+  const fs::path dst = QuantizedTiny() + "_noconfig";
+  fs::remove_all(dst);
+  Temps().dirs.push_back(dst);
+  fs::copy(QuantizedTiny(), dst, fs::copy_options::recursive);
+  std::ifstream in(dst / "config.json");
+  nlohmann::ordered_json cfg = nlohmann::ordered_json::parse(in);
+  cfg.erase("quantization_config");
+  std::ofstream(dst / "config.json") << cfg.dump(2);
+  auto m = Model::Load(dst.string());
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("has no MXFP4 (quark fp4) quantization_config"),
+            std::string::npos)
+      << m.status().message();
+}
+
+}  // namespace
+}  // namespace mx
