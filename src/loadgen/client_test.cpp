@@ -1,0 +1,180 @@
+// End to end against the scripted mock server on 127.0.0.1: counts, token totals and the
+// prefix-cache hit rate are exact; timings are scripted (TTFT 60 ms, ITL 20 ms) and checked
+// with tolerances for a loaded machine. Failures of every kind are counted, never crash, and
+// one client thread holds 1,000 concurrent streams.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include "loadgen/client.h"
+#include "loadgen/mock_server.h"
+#include "loadgen/serve_bench.h"
+
+namespace mx::loadgen {
+namespace {
+
+std::unique_ptr<MockServer> StartServer(MockServerOptions o) {
+  auto s = MockServer::Start(o);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return std::move(*s);
+}
+
+ServeConfig Config(const MockServer& server, int n, int in, int out) {
+  ServeConfig c;
+  c.client.base_url = server.base_url();
+  c.client.model = "mock";
+  c.prompts.num_prompts = n;
+  c.prompts.input_len = in;
+  c.prompts.output_len = out;
+  c.prompts.seed = 1;
+  return c;
+}
+
+TEST(Client, ScriptedTimingsAndExactCounts) {
+  MockServerOptions so;
+  so.ttft_ms = 60;
+  so.itl_ms = 20;
+  auto server = StartServer(so);
+  ServeConfig c = Config(*server, 8, 50, 6);
+  c.warmup_requests = 8;  // opens the connections, which a loaded machine makes slowly
+  auto r = RunServeBenchmark(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const BenchMetrics& m = r->metrics;
+  EXPECT_EQ(m.completed, 8);
+  EXPECT_EQ(m.failed, 0);
+  EXPECT_EQ(m.total_input_tokens, 8 * 50);
+  EXPECT_EQ(m.total_output_tokens, 8 * 6);
+  EXPECT_EQ(m.output_len_mismatches, 0);
+  EXPECT_EQ(m.max_concurrent_requests, 8);  // rate inf: all at once
+  for (const RequestRecord& rec : r->run.records) {
+    EXPECT_TRUE(rec.success) << rec.error_kind << " " << rec.error;
+    EXPECT_EQ(rec.itl_s.size(), 5u);
+  }
+  EXPECT_GE(m.ttft_ms.median, 60);
+  EXPECT_LT(m.ttft_ms.median, 60 + 100);
+  EXPECT_GT(m.itl_ms.median, 20 - 10);
+  EXPECT_LT(m.itl_ms.median, 20 + 10);
+  EXPECT_NEAR(m.tpot_ms.mean, 20, 10);
+  EXPECT_GE(m.e2e_latency_ms.median, 60 + 5 * 20);
+  EXPECT_LT(m.e2e_latency_ms.median, 60 + 5 * 20 + 150);
+  EXPECT_NEAR(m.output_throughput, 48 / m.duration_s, 1e-9);
+}
+
+TEST(Client, PrefixCacheHitRateIsExact) {
+  MockServerOptions so;
+  so.ttft_ms = 5;
+  so.itl_ms = 1;
+  so.cache_block = 16;
+  auto server = StartServer(so);
+  // 100-token prompts, 64 shared in 2 groups: warmed -> every request hits 64 of 100.
+  ServeConfig c = Config(*server, 10, 100, 2);
+  c.prompts.shared_prefix_ratio = 0.64;
+  c.prompts.num_prefix_groups = 2;
+  c.warm_prefixes = true;
+  c.warmup_requests = 2;
+  auto r = RunServeBenchmark(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->metrics.cache_reported);
+  EXPECT_EQ(r->metrics.total_cached_tokens, 640);
+  EXPECT_DOUBLE_EQ(r->metrics.cache_hit_rate_pct, 64.0);
+  // Unwarmed, on a fresh server and seed: each group's first request misses.
+  auto server2 = StartServer(so);
+  ServeConfig c2 = Config(*server2, 10, 100, 2);
+  c2.prompts.shared_prefix_ratio = 0.64;
+  c2.prompts.num_prefix_groups = 2;
+  c2.prompts.seed = 2;
+  auto r2 = RunServeBenchmark(c2);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_DOUBLE_EQ(r2->metrics.cache_hit_rate_pct, 100.0 * 64 * 8 / 1000);
+}
+
+TEST(Client, FailuresAreCountedByKind) {
+  MockServerOptions so;
+  so.ttft_ms = 5;
+  so.itl_ms = 2;
+  so.fault = [](int k) {
+    static const char* kinds[] = {"",        "http_500",    "malformed", "drop",
+                                  "no_done", "error_event", "http_429"};
+    return std::string(kinds[k % 7]);
+  };
+  auto server = StartServer(so);
+  ServeConfig c = Config(*server, 14, 20, 4);
+  auto r = RunServeBenchmark(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const BenchMetrics& m = r->metrics;
+  EXPECT_EQ(m.completed, 2);
+  EXPECT_EQ(m.failed, 12);
+  EXPECT_EQ(m.errors_by_kind.at("http_500"), 2);
+  EXPECT_EQ(m.errors_by_kind.at("http_429"), 2);
+  EXPECT_EQ(m.errors_by_kind.at("malformed_sse"), 2);
+  EXPECT_EQ(m.errors_by_kind.at("dropped"), 4);  // cut mid-stream, or no [DONE]
+  EXPECT_EQ(m.errors_by_kind.at("server_error"), 2);
+  EXPECT_EQ(m.total_output_tokens, 8);  // only successful requests count
+}
+
+TEST(Client, UnreachableServerIsAnErrorNotACrash) {
+  int port = 0;
+  {
+    MockServerOptions so;
+    auto s = StartServer(so);
+    port = s->port();
+  }  // stopped: the port is closed now
+  ServeConfig c;
+  c.client.base_url = "http://127.0.0.1:" + std::to_string(port);
+  c.prompts.num_prompts = 3;
+  c.prompts.input_len = 10;
+  c.prompts.output_len = 2;
+  auto r = RunServeBenchmark(c);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->metrics.failed, 3);
+  EXPECT_EQ(r->metrics.errors_by_kind.at("connect"), 3);
+  c.warmup_requests = 1;
+  auto w = RunServeBenchmark(c);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), StatusCode::kUnavailable);
+}
+
+TEST(Client, OpenLoopQueueingShowsInTtft) {
+  // One slot, 50 ms per request, 4 requests at once: TTFTs ~ 40, 90, 140, 190 ms.
+  MockServerOptions so;
+  so.ttft_ms = 40;
+  so.itl_ms = 10;
+  so.slots = 1;
+  auto server = StartServer(so);
+  ServeConfig c = Config(*server, 4, 10, 2);
+  auto r = RunServeBenchmark(c);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->metrics.completed, 4);
+  EXPECT_GE(r->metrics.ttft_ms.p99, 40 + 3 * 50 - 5);
+  EXPECT_LT(r->metrics.ttft_ms.p99, 40 + 3 * 50 + 100);
+  // A client-side cap moves the queueing out of TTFT.
+  c.client.max_concurrency = 1;
+  auto q = RunServeBenchmark(c);
+  ASSERT_TRUE(q.ok());
+  EXPECT_LT(q->metrics.ttft_ms.p99, 40 + 40);
+  EXPECT_EQ(q->metrics.max_concurrent_requests, 1);
+}
+
+TEST(Client, OneThreadDrivesAThousandStreams) {
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_cur < 4096 && rl.rlim_max >= 4096) {
+    rl.rlim_cur = 4096;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  if (rl.rlim_cur < 2200) GTEST_SKIP() << "needs 2200 file descriptors";
+  MockServerOptions so;
+  so.ttft_ms = 1500;  // every stream stays open while the rest connect
+  so.itl_ms = 10;
+  so.threads = 1100;
+  so.cache_block = 0;
+  auto server = StartServer(so);
+  ServeConfig c = Config(*server, 1000, 8, 3);
+  auto r = RunServeBenchmark(c);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->metrics.completed, 1000) << r->metrics.errors_by_kind.size();
+  EXPECT_EQ(r->metrics.max_concurrent_requests, 1000);
+  EXPECT_FALSE(r->metrics.cache_reported);
+}
+
+}  // namespace
+}  // namespace mx::loadgen

@@ -1,0 +1,85 @@
+// What one benchmark run measured: a RequestRecord per request (client timestamps, server token
+// counts, the error if it failed) and the aggregate BenchMetrics computed from them exactly as
+// sglang bench_serving / vLLM bench serve define them (serving-benchmarks.md §1):
+//   TTFT  = first chunk with non-empty text - POST issued
+//   E2E   = last SSE line (incl. [DONE]) - POST issued          (sglang)
+//   TPOT  = (E2E - TTFT) / (output_len - 1), requests with output_len > 1
+//   ITL   = gaps between consecutive content chunks, pooled over requests
+//   throughputs = totals of successful requests / benchmark duration (ramp and drain included)
+// plus the steady-window analysis a sweep uses to decide whether a rate is sustained.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loadgen/stats.h"
+
+namespace mx::loadgen {
+
+// All times are seconds relative to the benchmark start (the first dispatch opportunity).
+struct RequestRecord {
+  bool success = false;
+  std::string error_kind;  // "", "connect", "timeout", "http_503", "malformed_sse", "dropped", ...
+  std::string error;       // human-readable detail
+  double arrival_s = 0;    // scheduled arrival
+  double start_s = 0;      // POST issued (after any --max-concurrency wait)
+  double ttft_s = 0;
+  double latency_s = 0;         // E2E
+  std::vector<double> itl_s;    // gaps between consecutive content chunks
+  int prompt_len = 0;           // usage.prompt_tokens when reported, else the synthesized length
+  int output_len = 0;           // usage.completion_tokens when reported, else content chunks
+  int expected_output_len = 0;  // max_tokens asked for (with ignore_eos)
+  int output_len_retokenized = -1;  // client tokenizer count of the text; -1 without tokenizer
+  int cached_tokens = -1;           // usage.prompt_tokens_details.cached_tokens; -1 if absent
+  bool usage_reported = false;
+  std::string generated_text;
+  double end_s() const { return start_s + latency_s; }
+};
+
+struct BenchMetrics {
+  int num_prompts = 0;
+  int completed = 0;
+  int failed = 0;
+  double duration_s = 0;
+  int64_t total_input_tokens = 0;
+  int64_t total_output_tokens = 0;
+  int64_t total_output_tokens_retokenized = 0;
+  double request_throughput = 0;
+  double input_throughput = 0;
+  double output_throughput = 0;
+  double total_throughput = 0;
+  Summary ttft_ms, tpot_ms, itl_ms, e2e_latency_ms;
+  double concurrency = 0;  // sum(E2E) / duration (Little's law)
+  double max_output_tokens_per_s = 0;
+  int max_concurrent_requests = 0;
+  double success_rate = 0;  // completed / num_prompts
+  std::map<std::string, int> errors_by_kind;
+  int output_len_mismatches = 0;  // successful requests whose completion_tokens != max_tokens
+  // Prefix cache, from usage.prompt_tokens_details.cached_tokens (successful requests).
+  bool cache_reported = false;
+  int64_t total_prompt_tokens = 0;
+  int64_t total_cached_tokens = 0;
+  double cache_hit_rate_pct = 0;
+};
+
+// REQUIRES: duration_s > 0 unless records is empty.
+BenchMetrics ComputeMetrics(const std::vector<RequestRecord>& records, double duration_s);
+
+// The middle of a run, used to judge whether an offered rate was sustained: the requests whose
+// arrival index lies in [lo_frac, hi_frac) of the run. Ratios of one request set, so Poisson
+// noise in the arrivals cancels out.
+struct SteadyWindow {
+  int requests = 0;
+  double offered_rate = 0;   // requests / span of their arrival times
+  double achieved_rate = 0;  // requests / span of their end times
+  double success_rate = 0;
+  double ttft_first_third_ms = 0;  // median TTFT of the window's first third (by arrival)
+  double ttft_last_third_ms = 0;   // ... and of its last third
+  bool ttft_rising = false;        // last third exceeds first by > 50% and > trend_floor_ms
+};
+SteadyWindow AnalyzeSteadyWindow(const std::vector<RequestRecord>& records, double lo_frac = 0.1,
+                                 double hi_frac = 0.9, double trend_floor_ms = 50);
+
+}  // namespace mx::loadgen
