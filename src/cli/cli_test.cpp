@@ -183,3 +183,123 @@ TEST(Cli, GenerateTextAndChatOnTinyCheckpoint) {
 }
 
 }  // namespace
+
+#include <cmath>
+#include <cstring>
+
+#include "io/safetensors.h"
+
+namespace {
+
+constexpr float kLogitsTol = 1e-4f;  // fp32 accumulation vs the fp32 PyTorch reference
+
+std::vector<float> F32(const mx::TensorView& t) {
+  std::vector<float> v(t.numel());
+  std::memcpy(v.data(), t.data, t.nbytes);
+  return v;
+}
+
+float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    EXPECT_FALSE(std::isnan(a[i]));
+    m = std::max(m, std::fabs(a[i] - b[i]));
+  }
+  return m;
+}
+
+TEST(Cli, LogitsMatchGoldenFixtures) {
+  namespace fs = std::filesystem;
+  for (const char* ckpt : {"tiny", "tiny-glm52"}) {
+    for (const char* p : {"prompt_17", "prompt_130"}) {
+      const std::string fx =
+          std::string(MX_TEST_DATA_DIR) + "/" + ckpt + "/fixtures/" + p + ".safetensors";
+      auto golden = mx::SafetensorsFile::Open(fx);
+      ASSERT_TRUE(golden.ok()) << golden.status().ToString();
+      const mx::TensorView* ids = (*golden)->Find("prompt_ids");
+      std::string list;
+      for (int64_t i = 0; i < ids->numel(); ++i) {
+        int32_t v;
+        std::memcpy(&v, ids->data + 4 * i, 4);
+        list += (i ? "," : "") + std::to_string(v);
+      }
+      const std::string out = (fs::path(::testing::TempDir()) / "mx_logits.safetensors").string();
+      CmdResult r = Exec(std::string("logits ") + MX_TEST_DATA_DIR + "/" + ckpt + " --ids " + list +
+                         " --out " + out + " --hidden --mtp --topk-sets");
+      ASSERT_EQ(r.code, 0) << r.out;
+      auto got = mx::SafetensorsFile::Open(out);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      const auto& G = **golden;
+      const auto& O = **got;
+      EXPECT_LE(MaxAbsDiff(F32(*O.Find("logits")), F32(*G.Find("logits"))), kLogitsTol);
+      EXPECT_LE(MaxAbsDiff(F32(*O.Find("hidden")), F32(*G.Find("final_hidden"))), kLogitsTol);
+      EXPECT_LE(MaxAbsDiff(F32(*O.Find("mtp_logits")), F32(*G.Find("mtp_logits"))), kLogitsTol);
+      const mx::TensorView* a = O.Find("topk_sets");
+      const mx::TensorView* b = G.Find("indexer_topk");
+      ASSERT_EQ(a->shape, b->shape);
+      EXPECT_EQ(0, std::memcmp(a->data, b->data, a->nbytes)) << ckpt << " " << p;
+      const mx::TensorView* na = O.Find("mtp_next_ids");
+      const mx::TensorView* nb = G.Find("mtp_next_ids");
+      EXPECT_EQ(0, std::memcmp(na->data, nb->data, na->nbytes));
+      fs::remove(out);
+    }
+  }
+}
+
+// PPL printed by `perplexity` equals exp(mean NLL) computed here from `logits` output over
+// the same ids (one window: ctx >= tokens).
+TEST(Cli, PerplexityEqualsExpMeanNllOfLogits) {
+  namespace fs = std::filesystem;
+  const std::string text = (fs::path(::testing::TempDir()) / "mx_ppl.txt").string();
+  {
+    std::ofstream f(text);
+    f << "The licenses for most software and other practical works are designed to take away "
+         "your freedom to share and change the works.";
+  }
+  const std::string model = std::string(MX_TEST_DATA_DIR) + "/tiny";
+  CmdResult ids = Exec("tokenize " + model + " --text-file " + text + " --ids-only", false);
+  ASSERT_EQ(ids.code, 0);
+  std::string list = ids.out.substr(0, ids.out.find('\n'));
+  const std::string out = (fs::path(::testing::TempDir()) / "mx_ppl.safetensors").string();
+  ASSERT_EQ(Exec("logits " + model + " --ids " + list + " --out " + out).code, 0);
+  auto f = mx::SafetensorsFile::Open(out);
+  ASSERT_TRUE(f.ok());
+  auto logits = F32(*(*f)->Find("logits"));
+  std::vector<int> tok;
+  for (size_t p = 0; p < list.size();) {
+    size_t e = list.find(',', p);
+    if (e == std::string::npos) e = list.size();
+    tok.push_back(std::stoi(list.substr(p, e - p)));
+    p = e + 1;
+  }
+  const int64_t V = (*f)->Find("logits")->shape[1];
+  double nll = 0;
+  for (size_t t = 1; t < tok.size(); ++t) {
+    const float* row = logits.data() + (t - 1) * V;
+    double m = row[0], s = 0;
+    for (int64_t v = 0; v < V; ++v) m = std::max(m, static_cast<double>(row[v]));
+    for (int64_t v = 0; v < V; ++v) s += std::exp(row[v] - m);
+    nll += -(row[tok[t]] - m - std::log(s));
+  }
+  const double want = std::exp(nll / (tok.size() - 1));
+  CmdResult r = Exec("perplexity " + model + " --text " + text + " --ctx 512", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto pos = r.out.find("PPL ");
+  ASSERT_NE(pos, std::string::npos) << r.out;
+  const double got = std::stod(r.out.substr(pos + 4));
+  EXPECT_NEAR(got, want, want * 1e-4) << r.out;
+  // a sliding window that re-scores nothing twice covers every token once
+  CmdResult slid = Exec("perplexity " + model + " --text " + text + " --ctx 8 --stride 4", false);
+  ASSERT_EQ(slid.code, 0);
+  EXPECT_NE(slid.out.find("tokens " + std::to_string(tok.size() - 1)), std::string::npos)
+      << slid.out;
+  // errors
+  EXPECT_EQ(Exec("perplexity " + model + " --text /nonexistent.txt").code, 1);
+  EXPECT_EQ(Exec("logits " + model + " --ids 1,2,999999 --out " + out).code, 1);
+  EXPECT_NE(Exec("logits " + model + " --ids '' --out " + out).code, 0);
+  fs::remove(out);
+  fs::remove(text);
+}
+
+}  // namespace

@@ -12,6 +12,7 @@
 
 #include "base/bandwidth.h"
 #include "base/thread_pool.h"
+#include "cli/cli_util.h"
 #include "cli/verb.h"
 #include "engine/sampler.h"
 #include "kernels/kernels.h"
@@ -43,39 +44,6 @@ struct GenerateArgs {
   std::string kernels;
 };
 
-Result<std::vector<int32_t>> ParseIds(const std::string& s, int64_t vocab) {
-  std::vector<int32_t> ids;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t end = s.find(',', pos);
-    if (end == std::string::npos) end = s.size();
-    std::string tok = s.substr(pos, end - pos);
-    char* e = nullptr;
-    long long v = std::strtoll(tok.c_str(), &e, 10);
-    if (tok.empty() || *e != '\0') return InvalidArgument("--prompt-ids: '{}' is not an id", tok);
-    if (v < 0 || v >= vocab) {
-      return InvalidArgument("--prompt-ids: id {} is outside the vocabulary [0, {})", v, vocab);
-    }
-    ids.push_back(static_cast<int32_t>(v));
-    pos = end + 1;
-  }
-  return ids;
-}
-
-Result<const KernelTable*> ChooseKernels(const std::string& name) {
-  if (name.empty()) return &SelectKernels();
-  for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
-    if (name == KernelLevelName(l)) {
-      const KernelTable* t = GetKernelTable(l);
-      if (t == nullptr) {
-        return InvalidArgument("--kernels {}: not available on this CPU or in this build", name);
-      }
-      return t;
-    }
-  }
-  return InvalidArgument("--kernels: unknown level '{}' (ref, avx2, avx512)", name);
-}
-
 int RunGenerate(const GenerateArgs& a) {
   if (a.prompt.empty() == a.prompt_ids.empty()) {
     std::fprintf(stderr, "mxserve generate: give exactly one of --prompt or --prompt-ids\n");
@@ -99,7 +67,7 @@ int RunGenerate(const GenerateArgs& a) {
 
   std::vector<int32_t> prompt;
   if (!a.prompt_ids.empty()) {
-    auto ids = ParseIds(a.prompt_ids, cfg.vocab_size);
+    auto ids = ParseIdList(a.prompt_ids, cfg.vocab_size, "--prompt-ids");
     if (!ids.ok()) return Fail(ids.status().message());
     prompt = *ids;
   } else {

@@ -95,7 +95,7 @@ int RunServe(ServeArgs& a) {
     EngineOptions eo = a.engine;
     eo.model_dir = dir;
     eo.threads = Globals().threads;
-    auto engine = server::CreateServingEngine(eo);
+    auto engine = CreateEngine(eo);
     if (!engine.ok()) {
       Fail(fmt::format("model '{}' ({}): {}", name, dir, engine.status().message()));
       return stop(1);
