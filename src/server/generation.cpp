@@ -52,6 +52,7 @@ struct Job {
   Clock::time_point start;
   std::optional<ApiError> error;
   bool client_gone = false;
+  Clock::time_point last_write;  // of the last bytes sent (heartbeats are due after a poll)
 };
 
 std::optional<ApiError> Prepare(ServedModel& m, ParsedRequest& r, Prepared* p) {
@@ -168,7 +169,7 @@ bool Pump(Server::Impl& impl, Job& job,
           const std::function<bool(Choice&, const ChoiceDelta&)>& on_delta,
           const std::function<bool()>& heartbeat) {
   const auto poll = impl.options.disconnect_poll;
-  Clock::time_point last_write = Clock::now();
+  job.last_write = Clock::now();
   bool aborting = false;
   Clock::time_point abort_started;
   auto remaining = [&] {
@@ -228,12 +229,10 @@ bool Pump(Server::Impl& impl, Job& job,
           job.client_gone = true;
           break;
         }
-        last_write = Clock::now();
       }
     }
-    if (!job.client_gone && Clock::now() - last_write >= poll) {
+    if (!job.client_gone && Clock::now() - job.last_write >= poll) {
       if (!heartbeat()) job.client_gone = true;
-      last_write = Clock::now();
     }
     if (job.client_gone) {
       AbortAll(job);
@@ -422,7 +421,11 @@ void Serve(Server::Impl& impl, ApiKind kind, const httplib::Request& http_req,
   const bool stream = job->req.stream;
   auto provider = [ip, job, kind, stream](size_t, httplib::DataSink& sink) -> bool {
     Job& j = *job;
-    auto write = [&](const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); };
+    auto write = [&](const std::string& s) {
+      if (s.empty()) return true;
+      j.last_write = Clock::now();
+      return sink.write(s.data(), s.size());
+    };
     std::function<bool(Choice&, const ChoiceDelta&)> on_delta;
     std::function<bool()> heartbeat;
     if (!stream) {

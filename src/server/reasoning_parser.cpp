@@ -25,8 +25,7 @@ bool PromptOpensReasoning(std::string_view prompt) {
   return close == std::string_view::npos || close < open;
 }
 
-ReasoningParser::ReasoningParser(bool start_in_reasoning)
-    : state_(start_in_reasoning ? State::kReasoning : State::kStart) {}
+ReasoningParser::ReasoningParser(bool start_in_reasoning) : open_(start_in_reasoning) {}
 
 ReasoningParser::Out ReasoningParser::Push(std::string_view text) {
   Out out;
@@ -38,7 +37,7 @@ ReasoningParser::Out ReasoningParser::Push(std::string_view text) {
         buf_.erase(0, kOpen.size());
         state_ = State::kReasoning;
       } else {
-        state_ = State::kContent;
+        state_ = open_ ? State::kReasoning : State::kContent;
       }
     } else if (state_ == State::kReasoning) {
       size_t close = buf_.find(kClose);
@@ -62,7 +61,7 @@ ReasoningParser::Out ReasoningParser::Push(std::string_view text) {
 
 ReasoningParser::Out ReasoningParser::Finish() {
   Out out;
-  if (state_ == State::kReasoning) {
+  if (state_ == State::kReasoning || (state_ == State::kStart && open_)) {
     out.reasoning = std::move(buf_);
   } else {
     out.content = std::move(buf_);

@@ -25,7 +25,8 @@ class ReasoningParser {
 
  private:
   enum class State { kStart, kReasoning, kContent };
-  State state_;
+  bool open_;  // the prompt left <think> open
+  State state_ = State::kStart;
   std::string buf_;
 };
 

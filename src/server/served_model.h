@@ -33,7 +33,4 @@ struct ServedModel {
 Result<std::unique_ptr<ServedModel>> LoadServedModel(std::string name, const std::string& dir,
                                                      std::unique_ptr<Engine> engine);
 
-// The engine for `options` (CreateEngine), or Unimplemented while this build has none.
-Result<std::unique_ptr<Engine>> CreateServingEngine(const EngineOptions& options);
-
 }  // namespace mx::server

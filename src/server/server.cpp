@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <random>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -320,13 +321,21 @@ Status Server::Bind() {
   return Status::Ok();
 }
 
-void Server::Run() { impl_->http.listen_after_bind(); }
+void Server::Run() {
+  impl_->run_called.store(true);
+  impl_->http.listen_after_bind();
+  impl_->run_finished.store(true);
+}
 
 void Server::Shutdown() {
   Impl& s = *impl_;
   if (s.draining.exchange(true)) return;
   const auto deadline = Clock::now() + s.options.shutdown_timeout;
   s.drain_deadline_ns.store(deadline.time_since_epoch().count());
+  // stop() is a no-op until listen has started; wait for Run to get there.
+  while (s.run_called.load() && !s.run_finished.load() && !s.http.is_running()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   s.http.stop();
 }
 

@@ -41,6 +41,8 @@ struct Server::Impl {
   int bound_port = 0;
   std::vector<std::unique_ptr<ServedModel>> models;
   ServedModel* default_model = nullptr;
+  std::atomic<bool> run_called{false};
+  std::atomic<bool> run_finished{false};
   std::atomic<bool> ready{false};
   std::atomic<bool> draining{false};
   std::atomic<int64_t> drain_deadline_ns{0};  // steady clock; 0 = none

@@ -1,0 +1,178 @@
+// A scripted Engine for the server's tests: each request emits `script` (token ids) one token
+// per chunk every `step`, stopping at max_tokens (length) or at an id in `eos` (stop). A
+// repeated prompt reports all but its last token as cached. Submit fails with
+// ResourceExhausted once `max_active` streams are unfinished.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace mx::server::testing {
+
+class FakeEngine : public Engine {
+ public:
+  struct Shared {
+    std::mutex mu;
+    std::set<std::vector<int32_t>> seen_prompts;
+    int64_t active = 0;
+    int64_t aborted = 0;
+    int64_t finished = 0;
+    int64_t generated = 0;
+    int64_t prompt_tokens = 0;
+    int64_t cached_tokens = 0;
+    std::vector<GenerationRequest> submitted;
+  };
+
+  FakeEngine(std::vector<int32_t> script, std::vector<int32_t> eos,
+             std::chrono::milliseconds step = std::chrono::milliseconds(2),
+             int64_t max_active = 100000, int64_t context = 4096)
+      : script_(std::move(script)),
+        eos_(std::move(eos)),
+        step_(step),
+        max_active_(max_active),
+        context_(context),
+        shared_(std::make_shared<Shared>()) {}
+
+  Result<std::unique_ptr<RequestStream>> Submit(GenerationRequest request) override {
+    if (request.prompt.empty()) return InvalidArgument("empty prompt");
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    if (shared_->active >= max_active_) return ResourceExhausted("queue full");
+    ++shared_->active;
+    int32_t cached = 0;
+    if (shared_->seen_prompts.count(request.prompt)) {
+      cached = static_cast<int32_t>(request.prompt.size()) - 1;
+    }
+    shared_->seen_prompts.insert(request.prompt);
+    shared_->prompt_tokens += static_cast<int64_t>(request.prompt.size());
+    shared_->cached_tokens += cached;
+    shared_->submitted.push_back(request);
+    const RequestId id = next_id_++;
+    auto s = std::make_unique<Stream>(this, id, std::move(request), cached);
+    streams_[id] = s.get();
+    return std::unique_ptr<RequestStream>(std::move(s));
+  }
+  void Abort(RequestId id) override {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    auto it = streams_.find(id);
+    if (it == streams_.end() || it->second->counted) return;
+    // Like the real engine: the request leaves the batch within a step, read or not.
+    it->second->abort.store(true);
+    it->second->counted = true;
+    --shared_->active;
+    ++shared_->aborted;
+  }
+  EngineStats Stats() const override {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    EngineStats s;
+    s.running = shared_->active;
+    s.prompt_tokens_total = shared_->prompt_tokens;
+    s.generation_tokens_total = shared_->generated;
+    s.cached_prompt_tokens_total = shared_->cached_tokens;
+    s.radix_hit_tokens = shared_->cached_tokens;
+    s.requests_aborted = shared_->aborted;
+    s.requests_finished = shared_->finished;
+    s.kv_pages_total = 100;
+    return s;
+  }
+  void FlushCache() override {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->seen_prompts.clear();
+  }
+  void Shutdown(std::chrono::milliseconds) override {}
+  int64_t context_window() const override { return context_; }
+  int64_t vocab_size() const override { return 2048; }
+
+  std::shared_ptr<Shared> shared() const { return shared_; }
+
+ private:
+  struct Stream : RequestStream {
+    Stream(FakeEngine* e, RequestId id, GenerationRequest r, int32_t cached)
+        : engine(e), rid(id), req(std::move(r)), cached(cached) {
+      next = std::chrono::steady_clock::now() + e->step_;
+    }
+    ~Stream() override {
+      std::lock_guard<std::mutex> lock(engine->shared_->mu);
+      engine->streams_.erase(rid);
+      if (!counted) --engine->shared_->active;
+    }
+    RequestId id() const override { return rid; }
+    std::optional<GenerationChunk> Next(std::chrono::milliseconds timeout) override {
+      if (ended) return last;
+      auto now = std::chrono::steady_clock::now();
+      if (!abort.load() && now < next) {
+        std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(next - now, timeout));
+        if (std::chrono::steady_clock::now() < next && !abort.load()) return std::nullopt;
+      }
+      next += engine->step_;
+      GenerationChunk c;
+      if (abort.load()) {
+        c.finish = FinishReason::kAbort;
+      } else {
+        const int32_t tok = engine->script_[pos % engine->script_.size()];
+        ++pos;
+        c.tokens.push_back(tok);
+        if (req.top_logprobs >= 0) {
+          c.logprobs.push_back({tok, -0.5f});
+          std::vector<TokenLogprob> top;
+          for (int i = 0; i < req.top_logprobs; ++i) top.push_back({tok + i, -0.5f - i});
+          c.top.push_back(top);
+        }
+        const bool is_eos =
+            std::find(engine->eos_.begin(), engine->eos_.end(), tok) != engine->eos_.end();
+        if (is_eos && !req.ignore_eos) {
+          c.finish = FinishReason::kStop;
+          c.matched_stop_token = tok;
+        } else if (static_cast<int32_t>(pos) >= req.max_tokens) {
+          c.finish = FinishReason::kLength;
+        }
+      }
+      std::lock_guard<std::mutex> lock(engine->shared_->mu);
+      engine->shared_->generated += static_cast<int64_t>(c.tokens.size());
+      if (c.finish != FinishReason::kNone) {
+        c.prompt_tokens = static_cast<int32_t>(req.prompt.size());
+        c.completion_tokens = static_cast<int32_t>(pos);
+        c.cached_tokens = cached;
+        ended = true;
+        last = c;
+        last->tokens.clear();
+        if (!counted) {
+          counted = true;
+          --engine->shared_->active;
+          ++engine->shared_->finished;
+        }
+      }
+      return c;
+    }
+
+    FakeEngine* engine;
+    RequestId rid;
+    GenerationRequest req;
+    int32_t cached;
+    size_t pos = 0;
+    std::atomic<bool> abort{false};
+    bool ended = false;
+    bool counted = false;  // left `active` (guarded by shared_->mu)
+    std::optional<GenerationChunk> last;
+    std::chrono::steady_clock::time_point next;
+  };
+
+  std::vector<int32_t> script_;
+  std::vector<int32_t> eos_;
+  std::chrono::milliseconds step_;
+  int64_t max_active_;
+  int64_t context_;
+  std::shared_ptr<Shared> shared_;
+  std::map<RequestId, Stream*> streams_;
+  RequestId next_id_ = 1;
+};
+
+}  // namespace mx::server::testing

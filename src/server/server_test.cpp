@@ -1,0 +1,370 @@
+// The HTTP server on a loopback port over a scripted FakeEngine and the bundled model's
+// tokenizer and chat template: routes, stream vs non-stream agreement, usage, errors,
+// auth, overload, disconnect aborts, 512 concurrent streams, drain on shutdown.
+#include "server/server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <thread>
+
+#include "server/fake_engine_test_util.h"
+
+namespace mx::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using testing::FakeEngine;
+
+const std::string kModelDir = std::string(MX_SOURCE_DIR) + "/models/glm-moe-dsa-arith-6m";
+
+struct Harness {
+  std::unique_ptr<Server> server;
+  std::thread thread;
+  std::shared_ptr<FakeEngine::Shared> shared;
+  std::unique_ptr<httplib::Client> client;
+
+  Harness(const std::string& script_text, ServerOptions o = {},
+          std::chrono::milliseconds step = std::chrono::milliseconds(1),
+          int64_t max_active = 100000, bool ready = true) {
+    auto tok = tok::Tokenizer::FromFile(kModelDir + "/tokenizer.json");
+    EXPECT_TRUE(tok.ok());
+    std::vector<int32_t> script = tok->Encode(script_text);
+    const int32_t eos = *tok->TokenId("<|endoftext|>");
+    script.push_back(eos);
+    auto engine = std::make_unique<FakeEngine>(script, std::vector<int32_t>{eos}, step, max_active,
+                                               /*context=*/512);
+    shared = engine->shared();
+    o.port = 0;
+    o.shutdown_timeout = std::chrono::milliseconds(
+        o.shutdown_timeout.count() == 30000 ? 2000 : o.shutdown_timeout.count());
+    server = std::make_unique<Server>(o);
+    EXPECT_TRUE(server->Bind().ok());
+    thread = std::thread([this] { server->Run(); });
+    auto m = LoadServedModel("arith", kModelDir, std::move(engine));
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    server->AddModel(std::move(*m));
+    if (ready) EXPECT_TRUE(server->SetReady().ok());
+    client = std::make_unique<httplib::Client>("127.0.0.1", server->port());
+    client->set_read_timeout(30);
+  }
+  ~Harness() {
+    server->Shutdown();
+    thread.join();
+  }
+  httplib::Result Post(const std::string& path, const std::string& body, httplib::Headers h = {}) {
+    return client->Post(path.c_str(), h, body, "application/json");
+  }
+};
+
+// The `data:` payloads of an SSE body.
+std::vector<std::string> SseData(const std::string& body) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    size_t end = body.find("\n\n", pos);
+    out.push_back(body.substr(pos + 6, end - pos - 6));
+    pos = end;
+  }
+  return out;
+}
+
+struct Streamed {
+  std::string content, reasoning, finish;
+  Json tool_calls = Json::array();
+  Json usage;
+  bool done = false;
+};
+
+Streamed ParseChatStream(const std::string& body) {
+  Streamed s;
+  for (const std::string& d : SseData(body)) {
+    if (d == "[DONE]") {
+      s.done = true;
+      continue;
+    }
+    Json j = Json::parse(d);
+    if (j.contains("usage") && !j["usage"].is_null()) s.usage = j["usage"];
+    for (const auto& c : j["choices"]) {
+      const Json& delta = c["delta"];
+      if (delta.contains("content")) s.content += delta["content"].get<std::string>();
+      if (delta.contains("reasoning_content")) {
+        s.reasoning += delta["reasoning_content"].get<std::string>();
+      }
+      if (delta.contains("tool_calls")) {
+        for (const auto& t : delta["tool_calls"]) s.tool_calls.push_back(t);
+      }
+      if (!c["finish_reason"].is_null()) s.finish = c["finish_reason"];
+    }
+  }
+  return s;
+}
+
+TEST(Server, ChatStreamAndNonStreamAgree) {
+  Harness h("<think>add</think>46");
+  const std::string req = R"({"model":"arith","messages":[{"role":"user","content":"12+34="}],
+      "temperature":0,"max_tokens":20)";
+  auto r = h.Post("/v1/chat/completions", req + "}");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  Json j = Json::parse(r->body);
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["model"], "arith");
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "46");
+  EXPECT_EQ(j["choices"][0]["message"]["reasoning_content"], "add");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  const Json& u = j["usage"];
+  EXPECT_GT(u["prompt_tokens"].get<int>(), 0);
+  EXPECT_EQ(u["total_tokens"], u["prompt_tokens"].get<int>() + u["completion_tokens"].get<int>());
+
+  auto s = h.Post("/v1/chat/completions",
+                  req + R"(,"stream":true,"stream_options":{"include_usage":true}})");
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->status, 200);
+  EXPECT_NE(s->get_header_value("Content-Type").find("text/event-stream"), std::string::npos);
+  Streamed st = ParseChatStream(s->body);
+  EXPECT_TRUE(st.done);
+  EXPECT_EQ(st.content, "46");
+  EXPECT_EQ(st.reasoning, "add");
+  EXPECT_EQ(st.finish, "stop");
+  EXPECT_EQ(st.usage["completion_tokens"], u["completion_tokens"]);
+  EXPECT_EQ(st.usage["prompt_tokens"], u["prompt_tokens"]);
+  // The same prompt again: the (fake) radix cache reports cached tokens.
+  EXPECT_GT(st.usage["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
+}
+
+TEST(Server, ToolCallsStreamAndNonStream) {
+  Harness h(
+      "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>"
+      "<arg_key>days</arg_key><arg_value>2</arg_value></tool_call>");
+  const std::string req =
+      R"({"messages":[{"role":"user","content":"weather?"}],"chat_template_kwargs":{"enable_thinking":false},
+      "tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+      "properties":{"city":{"type":"string"},"days":{"type":"integer"}}}}}])";
+  auto r = h.Post("/v1/chat/completions", req + "}");
+  ASSERT_EQ(r->status, 200) << r->body;
+  Json j = Json::parse(r->body);
+  const Json& msg = j["choices"][0]["message"];
+  ASSERT_EQ(msg["tool_calls"].size(), 1u) << r->body;
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["arguments"], R"({"city":"Paris","days":2})");
+  EXPECT_TRUE(msg["content"].is_null());
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
+  Streamed st = ParseChatStream(h.Post("/v1/chat/completions", req + R"(,"stream":true})")->body);
+  ASSERT_EQ(st.tool_calls.size(), 1u);
+  EXPECT_EQ(st.tool_calls[0]["function"]["arguments"],
+            msg["tool_calls"][0]["function"]["arguments"]);
+  EXPECT_EQ(st.finish, "tool_calls");
+}
+
+TEST(Server, CompletionsTextIdsBatchAndLogprobs) {
+  Harness h("1+1=2");
+  auto r = h.Post("/v1/completions", R"({"prompt":"12+34=","max_tokens":30,"echo":true})");
+  ASSERT_EQ(r->status, 200) << r->body;
+  Json j = Json::parse(r->body);
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["choices"][0]["text"], "12+34=1+1=2");
+  auto b = h.Post("/v1/completions", R"({"prompt":[[5,6,7],[8,9]],"n":2,"max_tokens":2,
+      "logprobs":2})");
+  ASSERT_EQ(b->status, 200) << b->body;
+  Json bj = Json::parse(b->body);
+  ASSERT_EQ(bj["choices"].size(), 4u);
+  EXPECT_EQ(bj["choices"][3]["finish_reason"], "length");
+  EXPECT_EQ(bj["choices"][0]["logprobs"]["tokens"].size(), 2u);
+  EXPECT_EQ(bj["choices"][0]["logprobs"]["top_logprobs"][0].size(), 2u);
+  EXPECT_EQ(bj["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(bj["usage"]["completion_tokens"], 8);
+  auto s = h.Post("/v1/completions", R"({"prompt":"x","max_tokens":30,"stream":true})");
+  std::string text;
+  for (const auto& d : SseData(s->body)) {
+    if (d != "[DONE]") text += Json::parse(d)["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, "1+1=2");
+}
+
+TEST(Server, NativeRoutes) {
+  Harness h("46");
+  auto g = h.Post("/generate", R"({"text":"12+34=","sampling_params":{"max_new_tokens":8,
+      "temperature":0}})");
+  ASSERT_EQ(g->status, 200) << g->body;
+  Json j = Json::parse(g->body);
+  EXPECT_EQ(j["text"], "46");
+  EXPECT_EQ(j["meta_info"]["finish_reason"]["type"], "stop");
+  EXPECT_TRUE(j["meta_info"].contains("cached_tokens"));
+  auto t = h.Post("/tokenize", R"({"prompt":"12+34="})");
+  ASSERT_EQ(t->status, 200);
+  Json tj = Json::parse(t->body);
+  auto d = h.Post("/detokenize", Json{{"tokens", tj["tokens"]}}.dump());
+  EXPECT_EQ(Json::parse(d->body)["prompt"], "12+34=");
+  EXPECT_EQ(h.client->Get("/health")->status, 200);
+  EXPECT_EQ(h.client->Get("/health_generate")->status, 200);
+  Json models = Json::parse(h.client->Get("/v1/models")->body);
+  EXPECT_EQ(models["data"][0]["id"], "arith");
+  EXPECT_EQ(h.Post("/flush_cache", "")->status, 200);
+  std::string metrics = h.client->Get("/metrics")->body;
+  for (const char* name :
+       {"mxserve:num_requests_running{model=\"arith\"}", "mxserve:prompt_tokens_total",
+        "mxserve:generation_tokens_total", "mxserve:cached_prompt_tokens_total",
+        "mxserve:time_to_first_token_seconds_bucket", "mxserve:inter_token_latency_seconds_sum",
+        "mxserve:e2e_request_latency_seconds_count", "mxserve:kv_pages_total",
+        "mxserve:cache_hit_rate", "mxserve:spec_accept_length", "mxserve:num_requests_waiting"}) {
+    EXPECT_NE(metrics.find(name), std::string::npos) << name;
+  }
+}
+
+TEST(Server, ErrorClasses) {
+  ServerOptions o;
+  o.max_body_bytes = 4096;
+  Harness h("46", o);
+  auto check = [&](const std::string& path, const std::string& body, int status,
+                   const std::string& param) {
+    auto r = h.Post(path, body);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status) << body << " -> " << r->body;
+    Json j = Json::parse(r->body, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << r->body;
+    ASSERT_TRUE(j.contains("error")) << r->body;
+    if (!param.empty()) EXPECT_EQ(j["error"]["param"], param) << r->body;
+  };
+  check("/v1/chat/completions", "{oops", 400, "");
+  check("/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"top_k":"a"})", 400,
+        "top_k");
+  check("/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"max_tokens":600})",
+        400, "max_tokens");
+  check("/v1/completions", R"({"prompt":[1,2,99999]})", 400, "prompt");
+  check("/v1/completions", Json{{"prompt", std::string(3000, '7')}}.dump(), 400, "prompt");
+  check("/v1/chat/completions", R"({"model":"nope","messages":[{"role":"user","content":"x"}]})",
+        404, "model");
+  check("/v1/completions", Json{{"prompt", std::string(5000, 'x')}}.dump(), 413, "");
+  check("/v1/nothing", "{}", 404, "");
+  auto nf = h.Post("/v1/chat/completions", R"({"model":"nope","messages":[{"role":"user",
+      "content":"x"}]})");
+  EXPECT_NE(nf->body.find("arith"), std::string::npos);  // lists the served models
+}
+
+TEST(Server, AuthAndLoading) {
+  ServerOptions o;
+  o.api_key = "sekret";
+  Harness h("46", o, std::chrono::milliseconds(1), 100000, /*ready=*/false);
+  EXPECT_EQ(h.client->Get("/health")->status, 503);
+  EXPECT_EQ(
+      h.Post("/v1/completions", R"({"prompt":"1"})", {{"Authorization", "Bearer sekret"}})->status,
+      503);
+  ASSERT_TRUE(h.server->SetReady().ok());
+  EXPECT_EQ(h.client->Get("/health")->status, 200);
+  EXPECT_EQ(h.Post("/v1/completions", R"({"prompt":"1"})")->status, 401);
+  EXPECT_EQ(h.Post("/v1/completions", R"({"prompt":"1"})", {{"Authorization", "Bearer x"}})->status,
+            401);
+  EXPECT_EQ(
+      h.Post("/v1/completions", R"({"prompt":"1"})", {{"Authorization", "Bearer sekret"}})->status,
+      200);
+}
+
+TEST(Server, QueueFullIs429WithRetryAfter) {
+  Harness h("1234567890", {}, std::chrono::milliseconds(50), /*max_active=*/1);
+  std::thread slow([&] { h.Post("/v1/completions", R"({"prompt":"1","max_tokens":5})"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  httplib::Client c2("127.0.0.1", h.server->port());
+  auto r = c2.Post("/v1/completions", R"({"prompt":"2","max_tokens":5})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 429) << r->body;
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  slow.join();
+}
+
+// Opens a raw connection, sends a streaming request, reads a little and hangs up.
+void StreamAndHangUp(int port, const std::string& body) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  std::string req =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  char buf[512];
+  ASSERT_GT(read(fd, buf, sizeof(buf)), 0);
+  close(fd);
+}
+
+TEST(Server, DisconnectAbortsWithinASoonStep) {
+  Harness h("1234567890", {}, std::chrono::milliseconds(5));
+  for (bool stream : {true, false}) {
+    const int64_t before = h.shared->aborted;
+    StreamAndHangUp(
+        h.server->port(),
+        Json{{"prompt", "1"}, {"max_tokens", 400}, {"ignore_eos", true}, {"stream", stream}}
+            .dump());
+    const auto t0 = std::chrono::steady_clock::now();
+    while (h.shared->aborted == before &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(h.shared->aborted, before + 1) << "stream=" << stream;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+    std::string metrics = h.client->Get("/metrics")->body;
+    EXPECT_NE(metrics.find("mxserve:num_requests_running{model=\"arith\"} 0"), std::string::npos);
+  }
+}
+
+TEST(Server, FiveHundredTwelveConcurrentStreams) {
+  Harness h("1+1=2", {}, std::chrono::milliseconds(2));
+  constexpr int kStreams = 512;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kStreams; ++i) {
+    threads.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", h.server->port());
+      c.set_read_timeout(60);
+      auto r = c.Post(
+          "/v1/chat/completions",
+          Json{{"messages", Json::array({Json{{"role", "user"}, {"content", std::to_string(i)}}})},
+               {"stream", true}}
+              .dump(),
+          "application/json");
+      if (!r || r->status != 200) return;
+      Streamed s = ParseChatStream(r->body);
+      if (s.done && s.reasoning + s.content == "1+1=2") ++ok;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), kStreams);
+}
+
+TEST(Server, ShutdownDrainsRunningStreams) {
+  ServerOptions o;
+  o.shutdown_timeout = std::chrono::milliseconds(5000);
+  auto h = std::make_unique<Harness>("1234567890", o, std::chrono::milliseconds(20));
+  std::string body;
+  std::thread t([&] {
+    auto r = h->Post("/v1/completions", R"({"prompt":"1","max_tokens":10,"ignore_eos":true,
+        "stream":true})");
+    if (r) {
+      body = r->body;
+      if (r->status != 200) body = "status " + std::to_string(r->status) + " " + body;
+    } else {
+      body = "error " + httplib::to_string(r.error());
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  h->server->Shutdown();
+  t.join();
+  auto data = SseData(body);
+  ASSERT_FALSE(data.empty()) << body;
+  EXPECT_EQ(data.back(), "[DONE]");
+  EXPECT_NE(body.find("\"finish_reason\":\"length\""), std::string::npos) << body;
+  // New connections are refused once draining has begun.
+  httplib::Client c("127.0.0.1", h->server->port());
+  EXPECT_FALSE(c.Get("/health"));
+}
+
+}  // namespace
+}  // namespace mx::server
