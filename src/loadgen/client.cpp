@@ -41,6 +41,7 @@ struct Transfer {
   int content_chunks = 0;
   std::optional<int> prompt_tokens, completion_tokens, cached_tokens;
   std::string text;
+  std::string first_text;
 
   ~Transfer() {
     if (headers != nullptr) curl_slist_free_all(headers);
@@ -79,6 +80,7 @@ size_t OnData(char* ptr, size_t size, size_t nmemb, void* userdata) {
       if (!tr->got_first) {
         tr->got_first = true;
         tr->rec->ttft_s = t - tr->start_s;
+        tr->first_text = c->text;
       } else {
         tr->rec->itl_s.push_back(t - tr->last_content_s);
       }
@@ -145,7 +147,10 @@ void Finish(Transfer& tr, CURLcode code, const ClientOptions& o) {
   if (o.tokenizer != nullptr && r.success) {
     r.output_len_retokenized = static_cast<int>(o.tokenizer->Encode(tr.text).size());
   }
-  if (o.keep_text) r.generated_text = std::move(tr.text);
+  if (o.keep_text) {
+    r.generated_text = std::move(tr.text);
+    r.first_chunk_text = std::move(tr.first_text);
+  }
 }
 
 std::string JoinUrl(const std::string& base, const char* path) {

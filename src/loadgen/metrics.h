@@ -35,6 +35,7 @@ struct RequestRecord {
   int cached_tokens = -1;           // usage.prompt_tokens_details.cached_tokens; -1 if absent
   bool usage_reported = false;
   std::string generated_text;
+  std::string first_chunk_text;  // kept with generated_text
   double end_s() const { return start_s + latency_s; }
 };
 

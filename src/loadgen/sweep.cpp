@@ -1,0 +1,373 @@
+#include "loadgen/sweep.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "loadgen/report.h"
+
+namespace mx::loadgen {
+
+void JudgePoint(const SloSpec& slo, SweepPoint& p) {
+  std::vector<std::string> why;
+  const SteadyWindow& w = p.steady;
+  if (w.offered_rate > 0 && w.achieved_rate < slo.min_achieved_ratio * w.offered_rate) {
+    why.push_back(fmt::format("achieved {:.3f} < {:.0f}% of offered {:.3f} req/s", w.achieved_rate,
+                              100 * slo.min_achieved_ratio, w.offered_rate));
+  }
+  if (p.metrics.completed < p.metrics.num_prompts || p.metrics.num_prompts == 0) {
+    why.push_back(fmt::format("success {:.1f}%", 100 * p.metrics.success_rate));
+  }
+  const double ttft = slo.slo_percentile >= 95 ? p.metrics.ttft_ms.p95 : p.metrics.ttft_ms.median;
+  if (ttft > slo.ttft_slo_ms) {
+    why.push_back(fmt::format("TTFT p{} {:.0f} ms > SLO {:.0f} ms",
+                              slo.slo_percentile >= 95 ? 95 : 50, ttft, slo.ttft_slo_ms));
+  }
+  if (w.ttft_rising) {
+    why.push_back(fmt::format("TTFT rising {:.0f} -> {:.0f} ms across the window",
+                              w.ttft_first_third_ms, w.ttft_last_third_ms));
+  }
+  p.sustained = why.empty();
+  p.verdict.clear();
+  for (size_t i = 0; i < why.size(); ++i) p.verdict += (i ? "; " : "") + why[i];
+  if (p.sustained) p.verdict = "sustained";
+}
+
+int FindKnee(const std::vector<SweepPoint>& points) {
+  int knee = -1;
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (points[i].sustained &&
+        (knee < 0 || points[i].rate > points[static_cast<size_t>(knee)].rate)) {
+      knee = static_cast<int>(i);
+    }
+  }
+  return knee;
+}
+
+Result<SweepReport> RunSweep(
+    const SweepConfig& c,
+    const std::function<void(const SweepPoint&, const ServeResult&)>& on_point) {
+  if (c.rates.empty()) return InvalidArgument("--request-rates: no rates given");
+  SweepReport rep;
+  rep.slo = c.slo;
+  for (size_t i = 0; i < c.rates.size(); ++i) {
+    const double rate = c.rates[i];
+    if (!(rate > 0) || std::isinf(rate)) {
+      return InvalidArgument("--request-rates: {} is not a finite positive rate", rate);
+    }
+    ServeConfig sc = c.base;
+    sc.request_rate = rate;
+    // A fresh prompt seed per point: no point is served from an earlier point's prompts.
+    sc.prompts.seed = c.base.prompts.seed + 1000003ull * (i + 1);
+    if (c.duration_s > 0) {
+      sc.prompts.num_prompts = std::max(2, static_cast<int>(std::ceil(rate * c.duration_s)));
+    }
+    MX_ASSIGN_OR_RETURN(ServeResult r, RunServeBenchmark(sc));
+    SweepPoint p;
+    p.rate = rate;
+    p.metrics = r.metrics;
+    p.steady = r.steady;
+    JudgePoint(c.slo, p);
+    if (on_point) on_point(p, r);
+    rep.points.push_back(std::move(p));
+  }
+  rep.knee = FindKnee(rep.points);
+  return rep;
+}
+
+nlohmann::json SweepJson(const SweepReport& r) {
+  nlohmann::json j;
+  j["title"] = r.title;
+  j["command"] = r.command;
+  j["ttft_slo_ms"] = r.slo.ttft_slo_ms;
+  j["slo_percentile"] = r.slo.slo_percentile;
+  j["min_achieved_ratio"] = r.slo.min_achieved_ratio;
+  nlohmann::json pts = nlohmann::json::array();
+  for (const SweepPoint& p : r.points) {
+    const BenchMetrics& m = p.metrics;
+    nlohmann::json x = {{"request_rate", p.rate},
+                        {"completed", m.completed},
+                        {"failed", m.failed},
+                        {"success_rate", m.success_rate},
+                        {"duration", m.duration_s},
+                        {"request_throughput", m.request_throughput},
+                        {"output_throughput", m.output_throughput},
+                        {"total_throughput", m.total_throughput},
+                        {"median_ttft_ms", m.ttft_ms.median},
+                        {"p95_ttft_ms", m.ttft_ms.p95},
+                        {"median_tpot_ms", m.tpot_ms.median},
+                        {"median_itl_ms", m.itl_ms.median},
+                        {"steady_offered_rate", p.steady.offered_rate},
+                        {"steady_achieved_rate", p.steady.achieved_rate},
+                        {"ttft_rising", p.steady.ttft_rising},
+                        {"sustained", p.sustained},
+                        {"verdict", p.verdict}};
+    if (m.cache_reported) x["cache_hit_rate_pct"] = m.cache_hit_rate_pct;
+    if (r.node_price_per_hour > 0) {
+      x["usd_per_million_output_tokens"] =
+          UsdPerMillionTokens(r.node_price_per_hour, m.output_throughput);
+      x["usd_per_million_total_tokens"] =
+          UsdPerMillionTokens(r.node_price_per_hour, m.total_throughput);
+    }
+    pts.push_back(x);
+  }
+  j["points"] = pts;
+  if (r.knee >= 0) {
+    const SweepPoint& k = r.points[static_cast<size_t>(r.knee)];
+    j["knee"] = {{"request_rate", k.rate},
+                 {"output_throughput", k.metrics.output_throughput},
+                 {"total_throughput", k.metrics.total_throughput},
+                 {"median_ttft_ms", k.metrics.ttft_ms.median},
+                 {"p95_ttft_ms", k.metrics.ttft_ms.p95}};
+    if (r.node_price_per_hour > 0) {
+      j["knee"]["usd_per_million_output_tokens"] =
+          UsdPerMillionTokens(r.node_price_per_hour, k.metrics.output_throughput);
+      j["knee"]["usd_per_million_total_tokens"] =
+          UsdPerMillionTokens(r.node_price_per_hour, k.metrics.total_throughput);
+    }
+  } else {
+    j["knee"] = nullptr;
+  }
+  return j;
+}
+
+namespace {
+
+struct Row {
+  std::vector<std::string> cells;
+};
+
+std::vector<std::string> Header(const SweepReport& r) {
+  std::vector<std::string> h = {"rate (req/s)",  "achieved (req/s)", "success %",
+                                "output tok/s",  "total tok/s",      "TTFT p50 (ms)",
+                                "TTFT p95 (ms)", "TPOT p50 (ms)"};
+  bool cache = std::any_of(r.points.begin(), r.points.end(),
+                           [](const SweepPoint& p) { return p.metrics.cache_reported; });
+  if (cache) h.push_back("cache hit %");
+  if (r.node_price_per_hour > 0) {
+    h.push_back("$/M out");
+    h.push_back("$/M total");
+  }
+  h.push_back("verdict");
+  return h;
+}
+
+std::vector<std::string> Cells(const SweepReport& r, const SweepPoint& p, bool cache) {
+  const BenchMetrics& m = p.metrics;
+  std::vector<std::string> c = {fmt::format("{:g}", p.rate),
+                                fmt::format("{:.3f}", p.steady.achieved_rate),
+                                fmt::format("{:.1f}", 100 * m.success_rate),
+                                fmt::format("{:.1f}", m.output_throughput),
+                                fmt::format("{:.1f}", m.total_throughput),
+                                fmt::format("{:.1f}", m.ttft_ms.median),
+                                fmt::format("{:.1f}", m.ttft_ms.p95),
+                                fmt::format("{:.2f}", m.tpot_ms.median)};
+  if (cache) c.push_back(m.cache_reported ? fmt::format("{:.1f}", m.cache_hit_rate_pct) : "-");
+  if (r.node_price_per_hour > 0) {
+    c.push_back(
+        fmt::format("{:.3f}", UsdPerMillionTokens(r.node_price_per_hour, m.output_throughput)));
+    c.push_back(
+        fmt::format("{:.3f}", UsdPerMillionTokens(r.node_price_per_hour, m.total_throughput)));
+  }
+  c.push_back(p.verdict);
+  return c;
+}
+
+std::string Escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    switch (ch) {
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '&':
+        o += "&amp;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += ch;
+    }
+  }
+  return o;
+}
+
+struct Series {
+  std::string name, color;
+  std::vector<double> y;
+  bool dashed = false;
+};
+
+// A line chart of several series over the sweep's rates; `hline` > 0 draws a horizontal
+// limit; the knee's x is marked with a vertical line.
+std::string Chart(const std::string& title, const std::string& ylabel, const std::vector<double>& x,
+                  const std::vector<Series>& series, double hline, const std::string& hlabel,
+                  int knee) {
+  const double W = 560, H = 340, L = 70, R = 20, T = 36, B = 50;
+  double xmax = 0, ymax = 0;
+  for (double v : x) xmax = std::max(xmax, v);
+  for (const Series& s : series) {
+    for (double v : s.y) ymax = std::max(ymax, v);
+  }
+  ymax = std::max(ymax, hline) * 1.1;
+  if (ymax <= 0) ymax = 1;
+  if (xmax <= 0) xmax = 1;
+  xmax *= 1.05;
+  auto px = [&](double v) { return L + v / xmax * (W - L - R); };
+  auto py = [&](double v) { return H - B - v / ymax * (H - T - B); };
+  std::string s = fmt::format(
+      "<svg xmlns='http://www.w3.org/2000/svg' width='{0}' height='{1}' viewBox='0 0 {0} {1}' "
+      "font-family='sans-serif' font-size='12'>\n"
+      "<rect width='{0}' height='{1}' fill='white'/>\n"
+      "<text x='{2}' y='20' font-size='15' font-weight='bold'>{3}</text>\n",
+      W, H, L, Escape(title));
+  for (int i = 0; i <= 5; ++i) {
+    const double yv = ymax * i / 5, xv = xmax * i / 5;
+    s += fmt::format("<line x1='{}' y1='{:.1f}' x2='{}' y2='{:.1f}' stroke='#e5e5e5'/>\n", L,
+                     py(yv), W - R, py(yv));
+    s += fmt::format("<text x='{}' y='{:.1f}' text-anchor='end'>{:.4g}</text>\n", L - 6, py(yv) + 4,
+                     yv);
+    s += fmt::format("<text x='{:.1f}' y='{}' text-anchor='middle'>{:.3g}</text>\n", px(xv),
+                     H - B + 16, xv);
+  }
+  s += fmt::format("<line x1='{0}' y1='{1}' x2='{2}' y2='{1}' stroke='black'/>\n", L, H - B, W - R);
+  s += fmt::format("<line x1='{0}' y1='{1}' x2='{0}' y2='{2}' stroke='black'/>\n", L, T, H - B);
+  s += fmt::format(
+      "<text x='{:.1f}' y='{}' text-anchor='middle'>offered request rate (req/s)</text>\n",
+      (L + W - R) / 2, H - 12);
+  s += fmt::format(
+      "<text x='16' y='{:.1f}' text-anchor='middle' transform='rotate(-90 16 {:.1f})'>{}</text>\n",
+      (T + H - B) / 2, (T + H - B) / 2, Escape(ylabel));
+  if (hline > 0) {
+    s += fmt::format(
+        "<line x1='{0}' y1='{1:.1f}' x2='{2}' y2='{1:.1f}' stroke='#c00' stroke-dasharray='6 4'/>\n"
+        "<text x='{2}' y='{3:.1f}' text-anchor='end' fill='#c00'>{4}</text>\n",
+        L, py(hline), W - R, py(hline) - 5, Escape(hlabel));
+  }
+  if (knee >= 0) {
+    const double kx = px(x[static_cast<size_t>(knee)]);
+    s += fmt::format(
+        "<line x1='{0:.1f}' y1='{1}' x2='{0:.1f}' y2='{2}' stroke='#2a2' stroke-width='2'/>\n"
+        "<text x='{3:.1f}' y='{4}' fill='#2a2' font-weight='bold'>knee {5:g} req/s</text>\n",
+        kx, T, H - B, kx + 4, T + 12, x[static_cast<size_t>(knee)]);
+  }
+  double ly = T + 4;
+  for (const Series& se : series) {
+    std::string pts;
+    for (size_t i = 0; i < x.size() && i < se.y.size(); ++i) {
+      pts += fmt::format("{:.1f},{:.1f} ", px(x[i]), py(se.y[i]));
+    }
+    s += fmt::format("<polyline fill='none' stroke='{}' stroke-width='2'{} points='{}'/>\n",
+                     se.color, se.dashed ? " stroke-dasharray='5 3'" : "", pts);
+    for (size_t i = 0; i < x.size() && i < se.y.size(); ++i) {
+      s += fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='3.5' fill='{}'/>\n", px(x[i]),
+                       py(se.y[i]), se.color);
+    }
+    ly += 16;
+    s += fmt::format(
+        "<line x1='{0}' y1='{1:.1f}' x2='{2}' y2='{1:.1f}' stroke='{3}' stroke-width='2'/>"
+        "<text x='{4}' y='{5:.1f}'>{6}</text>\n",
+        L + 12, ly, L + 32, se.color, L + 38, ly + 4, Escape(se.name));
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+}  // namespace
+
+std::string SweepTable(const SweepReport& r) {
+  const bool cache = std::any_of(r.points.begin(), r.points.end(),
+                                 [](const SweepPoint& p) { return p.metrics.cache_reported; });
+  std::vector<std::vector<std::string>> rows = {Header(r)};
+  for (const SweepPoint& p : r.points) rows.push_back(Cells(r, p, cache));
+  std::vector<size_t> w(rows[0].size(), 0);
+  for (auto& row : rows) {
+    for (size_t i = 0; i + 1 < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
+  }
+  std::string s;
+  for (auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      s += i + 1 < row.size() ? fmt::format("{:>{}}  ", row[i], w[i]) : row[i];
+    }
+    s += "\n";
+  }
+  if (r.knee >= 0) {
+    const SweepPoint& k = r.points[static_cast<size_t>(r.knee)];
+    s += fmt::format(
+        "knee: {:g} req/s sustained (TTFT p{} SLO {:.0f} ms): {:.1f} output tok/s, "
+        "{:.1f} total tok/s, TTFT p50 {:.1f} ms, p95 {:.1f} ms",
+        k.rate, r.slo.slo_percentile, r.slo.ttft_slo_ms, k.metrics.output_throughput,
+        k.metrics.total_throughput, k.metrics.ttft_ms.median, k.metrics.ttft_ms.p95);
+    if (r.node_price_per_hour > 0) {
+      s += fmt::format(", ${:.3f}/M output tok, ${:.3f}/M total tok",
+                       UsdPerMillionTokens(r.node_price_per_hour, k.metrics.output_throughput),
+                       UsdPerMillionTokens(r.node_price_per_hour, k.metrics.total_throughput));
+    }
+    s += "\n";
+  } else {
+    s += "knee: no rate in the sweep was sustained\n";
+  }
+  return s;
+}
+
+std::string SweepHtml(const SweepReport& r) {
+  std::vector<double> x, out, total, p50, p95;
+  for (const SweepPoint& p : r.points) {
+    x.push_back(p.rate);
+    out.push_back(p.metrics.output_throughput);
+    total.push_back(p.metrics.total_throughput);
+    p50.push_back(p.metrics.ttft_ms.median);
+    p95.push_back(p.metrics.ttft_ms.p95);
+  }
+  std::string h =
+      "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>" + Escape(r.title) +
+      "</title>\n<style>body{font-family:sans-serif;margin:24px;color:#222}"
+      "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:4px 8px;"
+      "text-align:right}th{background:#f3f3f3}tr.knee td{background:#e6f6e6;font-weight:bold}"
+      "td.v{text-align:left}.charts{display:flex;flex-wrap:wrap;gap:16px;margin:16px 0}"
+      "code{background:#f5f5f5;padding:2px 4px}</style></head><body>\n";
+  h += "<h2>" + Escape(r.title) + "</h2>\n";
+  if (!r.command.empty()) h += "<p><code>" + Escape(r.command) + "</code></p>\n";
+  if (r.knee >= 0) {
+    const SweepPoint& k = r.points[static_cast<size_t>(r.knee)];
+    h += fmt::format(
+        "<p><b>Knee: {:g} req/s</b> (highest offered rate sustained: achieved &ge; {:.0f}% of "
+        "offered, "
+        "100% success, TTFT p{} &le; {:.0f} ms, no TTFT trend) &mdash; {:.1f} output tok/s, "
+        "{:.1f} total tok/s, TTFT p50 {:.1f} ms / p95 {:.1f} ms.</p>\n",
+        k.rate, 100 * r.slo.min_achieved_ratio, r.slo.slo_percentile, r.slo.ttft_slo_ms,
+        k.metrics.output_throughput, k.metrics.total_throughput, k.metrics.ttft_ms.median,
+        k.metrics.ttft_ms.p95);
+  } else {
+    h += "<p><b>No rate in the sweep was sustained.</b></p>\n";
+  }
+  h += "<div class='charts'>\n";
+  h += Chart("Throughput vs offered rate", "tokens/s", x,
+             {{"output tok/s", "#1f77b4", out, false}, {"total tok/s", "#ff7f0e", total, false}}, 0,
+             "", r.knee);
+  h += Chart("TTFT vs offered rate", "TTFT (ms)", x,
+             {{"TTFT p50", "#1f77b4", p50, false}, {"TTFT p95", "#9467bd", p95, true}},
+             r.slo.ttft_slo_ms, fmt::format("SLO {:.0f} ms", r.slo.ttft_slo_ms), r.knee);
+  h += "</div>\n<table>\n<tr>";
+  for (const std::string& c : Header(r)) h += "<th>" + Escape(c) + "</th>";
+  h += "</tr>\n";
+  const bool cache = std::any_of(r.points.begin(), r.points.end(),
+                                 [](const SweepPoint& p) { return p.metrics.cache_reported; });
+  for (size_t i = 0; i < r.points.size(); ++i) {
+    h += static_cast<int>(i) == r.knee ? "<tr class='knee'>" : "<tr>";
+    auto cells = Cells(r, r.points[i], cache);
+    for (size_t c = 0; c < cells.size(); ++c) {
+      h += (c + 1 == cells.size() ? "<td class='v'>" : "<td>") + Escape(cells[c]) + "</td>";
+    }
+    h += "</tr>\n";
+  }
+  h += "</table>\n</body></html>\n";
+  return h;
+}
+
+}  // namespace mx::loadgen
