@@ -108,6 +108,15 @@ void Scheduler::Release(Request& r, bool cache) {
   r.kv_len = 0;
 }
 
+void Scheduler::CacheUnfinished(Request& r) {
+  if (cfg_.disable_radix_cache || r.kv_len < cfg_.page_size) return;
+  const auto res = radix_.Insert(std::span<const int32_t>(r.tokens).first(r.kv_len),
+                                 kv_.PageTable(static_cast<int64_t>(r.id)));
+  radix_.Lock(res.node);
+  if (r.locked != nullptr) radix_.Unlock(r.locked);
+  r.locked = res.node;
+}
+
 void Scheduler::Retract(size_t i) {
   ReqPtr r = std::move(running_[i]);
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -344,6 +353,7 @@ bool Scheduler::Step() {
     for (size_t i = 0; i < batch.size(); ++i) {
       auto [r, n] = batch[i];
       r->kv_len += n;
+      if (n > 1) CacheUnfinished(*r);
       if (r->remaining() == 0) {
         ProcessLogits(*r, std::span<float>(logits->data() + i * vocab_, vocab_));
       }

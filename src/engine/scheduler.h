@@ -9,7 +9,8 @@
 //      computed pages go to the radix cache, it returns to the head of the queue);
 //   3. prefill: chunks of requests mid-prefill (oldest first), then new admissions, up to
 //      chunked_prefill_size tokens in all (several requests may be mid-prefill);
-//   4. one forward; requests whose chunk reached the end of their tokens sample a token.
+//   4. one forward; prefill chunks go into the radix cache at once (locked by their request);
+//      requests whose chunk reached the end of their tokens sample a token.
 // Admission reserves, for every running request, pages for its future tokens estimated as
 // new_token_ratio · (max_tokens − generated) (sglang's PrefillAdder; the ratio decays each step
 // and rises after a retraction).
@@ -91,6 +92,9 @@ class Scheduler {
   bool EnsurePages(Request& r, int64_t n_positions);
   void Release(Request& r, bool cache);
   void Retract(size_t running_index);
+  // After a prefill chunk: the computed page-aligned prefix goes into the radix cache at once
+  // (locked for this request), so requests admitted later share it while this one still runs.
+  void CacheUnfinished(Request& r);
   void Finish(Request& r, FinishReason reason, Status error = Status::Ok());
   void Emit(Request& r, bool final);
   bool TryAdmit(int64_t& budget, std::vector<std::pair<Request*, int64_t>>& batch);
