@@ -23,6 +23,8 @@ void HttpServer::RaiseBacklog(int backlog) {
   ::listen(svr_sock_, backlog);
 }
 
+void HttpServer::StopAccepting() { ::shutdown(svr_sock_, SHUT_RDWR); }
+
 void SendError(httplib::Response& res, const ApiError& e) {
   res.status = e.http_status;
   if (e.http_status == 429) res.set_header("Retry-After", "1");
@@ -336,7 +338,7 @@ void Server::Shutdown() {
   while (s.run_called.load() && !s.run_finished.load() && !s.http.is_running()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  s.http.stop();
+  s.http.StopAccepting();
 }
 
 }  // namespace mx::server

@@ -24,6 +24,10 @@ using Clock = std::chrono::steady_clock;
 class HttpServer : public httplib::Server {
  public:
   void RaiseBacklog(int backlog);
+  // Closes the listening socket but, unlike stop(), does not flag the server as shutting
+  // down, which would cut off responses still streaming: listen() returns once every
+  // connection's handler has finished.
+  void StopAccepting();
 };
 
 // Engine requests belonging to one HTTP request, for /abort_request and shutdown.

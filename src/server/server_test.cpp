@@ -343,6 +343,8 @@ TEST(Server, ShutdownDrainsRunningStreams) {
   ServerOptions o;
   o.shutdown_timeout = std::chrono::milliseconds(5000);
   auto h = std::make_unique<Harness>("1234567890", o, std::chrono::milliseconds(20));
+  // Serving (the worker pool is up) before the stream starts.
+  ASSERT_EQ(h->client->Get("/health")->status, 200);
   std::string body;
   std::thread t([&] {
     auto r = h->Post("/v1/completions", R"({"prompt":"1","max_tokens":10,"ignore_eos":true,
@@ -354,7 +356,7 @@ TEST(Server, ShutdownDrainsRunningStreams) {
       body = "error " + httplib::to_string(r.error());
     }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   h->server->Shutdown();
   t.join();
   auto data = SseData(body);
