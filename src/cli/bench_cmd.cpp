@@ -399,6 +399,9 @@ int RunSingle(BenchArgs& a, CLI::App* sub) {
 
 int RunMock(BenchArgs& a) {
   RaiseFdLimit();
+  auto tok = LoadTokenizer(a.tokenizer);
+  if (!tok.ok()) return Fail(tok.status().message());
+  a.mock.tokenizer = tok->get();
   auto s = MockServer::Start(a.mock);
   if (!s.ok()) return Fail(s.status().message());
   std::fprintf(stderr,
@@ -477,6 +480,7 @@ VerbRun SetupBench(CLI::App& app) {
   mock->add_option("--slots", a->mock.slots, "requests served at once (0 = unlimited)");
   mock->add_option("--cache-block", a->mock.cache_block, "prefix-cache block (0 = no cache)");
   mock->add_option("--threads", a->mock.threads, "connection threads");
+  mock->add_option("--tokenizer", a->tokenizer, "count text prompts with this tokenizer");
 
   return [a, serve, sweep, single, mock]() -> int {
     if (serve->parsed()) return RunServe(*a, serve);

@@ -203,21 +203,29 @@ struct Series {
   bool dashed = false;
 };
 
+// 1, 2 or 5 times a power of ten, about a fifth of `span`.
+double NiceStep(double span) {
+  if (!(span > 0)) return 1;
+  const double raw = span / 5, p = std::pow(10.0, std::floor(std::log10(raw)));
+  const double m = raw / p;
+  return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}
+
 // A line chart of several series over the sweep's rates; `hline` > 0 draws a horizontal
 // limit; the knee's x is marked with a vertical line.
 std::string Chart(const std::string& title, const std::string& ylabel, const std::vector<double>& x,
                   const std::vector<Series>& series, double hline, const std::string& hlabel,
                   int knee) {
-  const double W = 560, H = 340, L = 70, R = 20, T = 36, B = 50;
+  const double W = 560, H = 340, L = 84, R = 20, T = 36, B = 50;
   double xmax = 0, ymax = 0;
   for (double v : x) xmax = std::max(xmax, v);
   for (const Series& s : series) {
     for (double v : s.y) ymax = std::max(ymax, v);
   }
-  ymax = std::max(ymax, hline) * 1.1;
-  if (ymax <= 0) ymax = 1;
-  if (xmax <= 0) xmax = 1;
-  xmax *= 1.05;
+  ymax = std::max(ymax, hline) * 1.05;
+  const double ystep = NiceStep(ymax), xstep = NiceStep(xmax * 1.05);
+  ymax = std::max(1, static_cast<int>(std::ceil(ymax / ystep))) * ystep;
+  xmax = std::max(1, static_cast<int>(std::ceil(xmax * 1.05 / xstep))) * xstep;
   auto px = [&](double v) { return L + v / xmax * (W - L - R); };
   auto py = [&](double v) { return H - B - v / ymax * (H - T - B); };
   std::string s = fmt::format(
@@ -226,13 +234,14 @@ std::string Chart(const std::string& title, const std::string& ylabel, const std
       "<rect width='{0}' height='{1}' fill='white'/>\n"
       "<text x='{2}' y='20' font-size='15' font-weight='bold'>{3}</text>\n",
       W, H, L, Escape(title));
-  for (int i = 0; i <= 5; ++i) {
-    const double yv = ymax * i / 5, xv = xmax * i / 5;
+  for (double yv = 0; yv <= ymax + ystep / 2; yv += ystep) {
     s += fmt::format("<line x1='{}' y1='{:.1f}' x2='{}' y2='{:.1f}' stroke='#e5e5e5'/>\n", L,
                      py(yv), W - R, py(yv));
-    s += fmt::format("<text x='{}' y='{:.1f}' text-anchor='end'>{:.4g}</text>\n", L - 6, py(yv) + 4,
+    s += fmt::format("<text x='{}' y='{:.1f}' text-anchor='end'>{:g}</text>\n", L - 6, py(yv) + 4,
                      yv);
-    s += fmt::format("<text x='{:.1f}' y='{}' text-anchor='middle'>{:.3g}</text>\n", px(xv),
+  }
+  for (double xv = 0; xv <= xmax + xstep / 2; xv += xstep) {
+    s += fmt::format("<text x='{:.1f}' y='{}' text-anchor='middle'>{:g}</text>\n", px(xv),
                      H - B + 16, xv);
   }
   s += fmt::format("<line x1='{0}' y1='{1}' x2='{2}' y2='{1}' stroke='black'/>\n", L, H - B, W - R);
@@ -241,7 +250,7 @@ std::string Chart(const std::string& title, const std::string& ylabel, const std
       "<text x='{:.1f}' y='{}' text-anchor='middle'>offered request rate (req/s)</text>\n",
       (L + W - R) / 2, H - 12);
   s += fmt::format(
-      "<text x='16' y='{:.1f}' text-anchor='middle' transform='rotate(-90 16 {:.1f})'>{}</text>\n",
+      "<text x='14' y='{:.1f}' text-anchor='middle' transform='rotate(-90 14 {:.1f})'>{}</text>\n",
       (T + H - B) / 2, (T + H - B) / 2, Escape(ylabel));
   if (hline > 0) {
     s += fmt::format(
