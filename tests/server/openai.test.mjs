@@ -133,11 +133,14 @@ test('a client that disconnects aborts its request', async () => {
     model: 'arith', prompt: '1+', max_tokens: 4000, ignore_eos: true, stream: true,
   }, { signal: ac.signal });
   let n = 0;
-  await assert.rejects((async () => {
+  try {
     for await (const _ of stream) {
-      if (++n === 3) ac.abort();
+      if (++n === 3) ac.abort();  // the client ends the iteration quietly or throws
     }
-  })());
+  } catch (e) {
+    assert.equal(e.name, 'APIUserAbortError');
+  }
+  assert.ok(n >= 3, `only ${n} chunks before the stream ended`);
   const t0 = Date.now();
   let running = 1;
   while (Date.now() - t0 < 3000) {
