@@ -1,6 +1,6 @@
 # mxserve: the two commands a newcomer runs are `make run` and `make test`.
 # Both install what they need (scripts/install-deps.sh, apt-get only) and build first.
-.PHONY: all deps shared-check train-model build run test test-release test-asan format check-format fuzz reference-fixtures clean
+.PHONY: all npm-deps deps shared-check train-model build run test test-release test-asan format check-format fuzz reference-fixtures clean
 
 JOBS ?= $(shell nproc)
 MXSERVE := ./build/release/src/cli/mxserve
@@ -24,13 +24,18 @@ test: deps shared-check check-format test-release test-asan
 shared-check:
 	@test -d ../shared/configs || { echo "make test: ../shared (test data and configs) must sit beside the repository"; exit 1; }
 
-test-release: build
+test-release: build npm-deps
 	ctest --preset release
 
 test-asan: deps
 	cmake --preset asan >/dev/null
 	cmake --build --preset asan -j $(JOBS)
 	ctest --preset asan
+
+# The server's end-to-end tests drive it with the official openai client from npm (pinned in
+# tests/server/package-lock.json).
+npm-deps:
+	@test -d tests/server/node_modules/openai || npm --prefix tests/server ci --no-audit --no-fund
 
 check-format:
 	@scripts/check-format.sh

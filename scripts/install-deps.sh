@@ -9,7 +9,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libpcre2-dev libcpp-httplib-dev libcurl4-openssl-dev
-  curl
+  curl nodejs
 )
 
 missing=()
@@ -18,6 +18,9 @@ for p in "${PKGS[@]}"; do
     missing+=("$p")
   fi
 done
+
+# npm ships inside some nodejs builds (NodeSource); Debian splits it into its own package.
+if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
