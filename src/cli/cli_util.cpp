@@ -2,6 +2,9 @@
 #include "cli/cli_util.h"
 
 #include <cstdlib>
+#include <numeric>
+
+#include "kv/paged_kv_store.h"
 
 namespace mx::cli {
 
@@ -40,6 +43,24 @@ Result<std::vector<int32_t>> ParseIdList(const std::string& text, int64_t vocab,
     pos = end + 1;
   }
   return ids;
+}
+
+Result<std::unique_ptr<KvStore>> MakeOfflineKvStore(const ModelConfig& config,
+                                                    const std::string& kv_cache_dtype,
+                                                    int64_t max_positions) {
+  KvCacheDtype dtype = KvCacheDtype::kF32;
+  if (kv_cache_dtype != "auto") {
+    auto d = ParseKvCacheDtype(kv_cache_dtype);
+    if (!d.ok()) return d.status().WithContext("--kv-cache-dtype");
+    dtype = *d;
+  }
+  constexpr int64_t kPage = 64;
+  const int64_t n_pages = std::max<int64_t>(1, (max_positions + kPage - 1) / kPage);
+  auto store = std::make_unique<PagedKvStore>(config, kPage, n_pages, dtype);
+  std::vector<int32_t>& table = store->PageTable(0);
+  table.resize(n_pages);
+  std::iota(table.begin(), table.end(), 0);
+  return std::unique_ptr<KvStore>(std::move(store));
 }
 
 }  // namespace mx::cli

@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "io/model_config.h"
 #include "kernels/kernels.h"
+#include "model/kv_store.h"
 
 namespace mx::cli {
 
@@ -17,5 +19,12 @@ Result<const KernelTable*> ChooseKernels(const std::string& name);
 // "5,17,200" -> ids; each must lie in [0, vocab). `flag` names the option in errors.
 Result<std::vector<int32_t>> ParseIdList(const std::string& text, int64_t vocab,
                                          const std::string& flag);
+
+// A KV store for one offline sequence (id 0) of up to `max_positions` tokens, with rows kept
+// as --kv-cache-dtype says: auto|f32 (exact, the default offline), bf16, fp8_e4m3, fp8_e4m3fnuz
+// (per-layer scale 1.0).
+Result<std::unique_ptr<KvStore>> MakeOfflineKvStore(const ModelConfig& config,
+                                                    const std::string& kv_cache_dtype,
+                                                    int64_t max_positions);
 
 }  // namespace mx::cli

@@ -42,6 +42,7 @@ struct GenerateArgs {
   float min_p = 0.0f;
   uint64_t seed = 0;
   std::string kernels;
+  std::string kv_cache_dtype = "auto";
 };
 
 int RunGenerate(const GenerateArgs& a) {
@@ -96,8 +97,10 @@ int RunGenerate(const GenerateArgs& a) {
   }
 
   ThreadPool pool(Globals().threads);
-  ContiguousKvStore kv(cfg, total);
-  const int64_t seq = kv.AddSequence();
+  auto kv_or = MakeOfflineKvStore(cfg, a.kv_cache_dtype, total);
+  if (!kv_or.ok()) return Fail(kv_or.status().message());
+  KvStore& kv = **kv_or;
+  const int64_t seq = 0;
   Sampler sampler({.temperature = a.temperature,
                    .top_k = a.top_k,
                    .top_p = a.top_p,
@@ -195,6 +198,9 @@ VerbRun SetupGenerate(CLI::App& app) {
   sub->add_option("--min-p", a->min_p)->check(CLI::Range(0.0f, 1.0f))->capture_default_str();
   sub->add_option("--seed", a->seed)->capture_default_str();
   sub->add_option("--kernels", a->kernels, "force a kernel level: ref|avx2|avx512");
+  sub->add_option("--kv-cache-dtype", a->kv_cache_dtype,
+                  "auto (= f32, exact) | bf16 | fp8_e4m3 | fp8_e4m3fnuz")
+      ->capture_default_str();
   return [a]() -> int { return RunGenerate(*a); };
 }
 

@@ -31,6 +31,7 @@ struct LogitsArgs {
   bool mtp = false;
   bool topk_sets = false;
   std::string kernels;
+  std::string kv_cache_dtype = "auto";
 };
 
 template <typename T>
@@ -54,9 +55,8 @@ Status RunOne(const Model& model, const std::vector<int32_t>& ids, const LogitsA
   opts.want_topk = a.topk_sets;
   ForwardBatch batch;
   batch.seqs.push_back({0, 0, ids, {}});
-  ContiguousKvStore kv(c, T);
-  kv.AddSequence();
-  MX_ASSIGN_OR_RETURN(ForwardOutput out, model.Forward(batch, opts, kv, kt, pool));
+  MX_ASSIGN_OR_RETURN(auto kv, MakeOfflineKvStore(c, a.kv_cache_dtype, T));
+  MX_ASSIGN_OR_RETURN(ForwardOutput out, model.Forward(batch, opts, *kv, kt, pool));
   MX_RETURN_IF_ERROR(w.AddOwned(prefix + "logits", DType::kF32, {T, V}, Bytes(out.logits)));
   if (a.hidden) {
     MX_RETURN_IF_ERROR(w.AddOwned(prefix + "hidden", DType::kF32, {T, D}, Bytes(out.final_hidden)));
@@ -75,11 +75,10 @@ Status RunOne(const Model& model, const std::vector<int32_t>& ids, const LogitsA
     next.push_back(Argmax(std::span<const float>(out.logits.data() + (T - 1) * V, V)));
     ForwardBatch mb;
     mb.seqs.push_back({0, 0, ids, next});
-    ContiguousKvStore kv2(c, T);
-    kv2.AddSequence();
+    MX_ASSIGN_OR_RETURN(auto kv2, MakeOfflineKvStore(c, a.kv_cache_dtype, T));
     ForwardOptions mo;
     mo.logits = LogitsMode::kNone;
-    MX_ASSIGN_OR_RETURN(ForwardOutput mout, model.Forward(mb, mo, kv2, kt, pool));
+    MX_ASSIGN_OR_RETURN(ForwardOutput mout, model.Forward(mb, mo, *kv2, kt, pool));
     MX_RETURN_IF_ERROR(
         w.AddOwned(prefix + "mtp_logits", DType::kF32, {T, V}, Bytes(mout.mtp_logits)));
     MX_RETURN_IF_ERROR(w.AddOwned(prefix + "mtp_next_ids", DType::kI32, {T}, Bytes(next)));
@@ -143,6 +142,9 @@ VerbRun SetupLogits(CLI::App& app) {
   sub->add_flag("--mtp", a->mtp, "also write the MTP layer's logits [T, vocab]");
   sub->add_flag("--topk-sets", a->topk_sets, "also write the indexer's selected positions");
   sub->add_option("--kernels", a->kernels, "force a kernel level: ref|avx2|avx512");
+  sub->add_option("--kv-cache-dtype", a->kv_cache_dtype,
+                  "auto (= f32, exact) | bf16 | fp8_e4m3 | fp8_e4m3fnuz")
+      ->capture_default_str();
   return [a]() -> int { return RunLogits(*a); };
 }
 

@@ -29,6 +29,7 @@ struct PerplexityArgs {
   int64_t ctx = 512;
   int64_t stride = 0;  // 0 = ctx / 2
   std::string kernels;
+  std::string kv_cache_dtype = "auto";
   bool json = false;
 };
 
@@ -44,14 +45,15 @@ void LogSoftmax(const float* logits, int64_t V, std::vector<double>& out) {
 }
 
 Result<std::vector<float>> WindowLogits(const Model& model, const std::vector<int32_t>& ids,
-                                        const KernelTable& kt, ThreadPool& pool) {
+                                        const std::string& kv_dtype, const KernelTable& kt,
+                                        ThreadPool& pool) {
   ForwardOptions opts;
   opts.logits = LogitsMode::kAll;
   ForwardBatch b;
   b.seqs.push_back({0, 0, ids, {}});
-  ContiguousKvStore kv(model.config(), static_cast<int64_t>(ids.size()));
-  kv.AddSequence();
-  MX_ASSIGN_OR_RETURN(ForwardOutput out, model.Forward(b, opts, kv, kt, pool));
+  MX_ASSIGN_OR_RETURN(
+      auto kv, MakeOfflineKvStore(model.config(), kv_dtype, static_cast<int64_t>(ids.size())));
+  MX_ASSIGN_OR_RETURN(ForwardOutput out, model.Forward(b, opts, *kv, kt, pool));
   return std::move(out.logits);
 }
 
@@ -96,11 +98,11 @@ int RunPerplexity(const PerplexityArgs& a) {
   for (int64_t begin = 0; next_unscored < N; begin += stride) {
     const int64_t end = std::min(begin + a.ctx, N);
     std::vector<int32_t> win(ids.begin() + begin, ids.begin() + end);
-    auto logits = WindowLogits(**model, win, **kt, pool);
+    auto logits = WindowLogits(**model, win, a.kv_cache_dtype, **kt, pool);
     if (!logits.ok()) return Fail(logits.status().message());
     std::vector<float> base_logits;
     if (base) {
-      auto bl = WindowLogits(*base, win, **kt, pool);
+      auto bl = WindowLogits(*base, win, a.kv_cache_dtype, **kt, pool);
       if (!bl.ok()) return Fail(bl.status().message());
       base_logits = std::move(*bl);
     }
@@ -153,6 +155,9 @@ VerbRun SetupPerplexity(CLI::App& app) {
   sub->add_option("--stride", a->stride, "window step (default ctx/2)");
   sub->add_option("--kl-base", a->kl_base, "base checkpoint for KL divergence / top-1 agreement");
   sub->add_option("--kernels", a->kernels, "force a kernel level: ref|avx2|avx512");
+  sub->add_option("--kv-cache-dtype", a->kv_cache_dtype,
+                  "auto (= f32, exact) | bf16 | fp8_e4m3 | fp8_e4m3fnuz")
+      ->capture_default_str();
   return [a]() -> int { return RunPerplexity(*a); };
 }
 
