@@ -229,7 +229,9 @@ TEST(Server, ErrorClasses) {
     Json j = Json::parse(r->body, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << r->body;
     ASSERT_TRUE(j.contains("error")) << r->body;
-    if (!param.empty()) EXPECT_EQ(j["error"]["param"], param) << r->body;
+    if (!param.empty()) {
+      EXPECT_EQ(j["error"]["param"], param) << r->body;
+    }
   };
   check("/v1/chat/completions", "{oops", 400, "");
   check("/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"top_k":"a"})", 400,
@@ -266,9 +268,17 @@ TEST(Server, AuthAndLoading) {
 }
 
 TEST(Server, QueueFullIs429WithRetryAfter) {
-  Harness h("1234567890", {}, std::chrono::milliseconds(50), /*max_active=*/1);
+  Harness h("1234567890", {}, std::chrono::milliseconds(200), /*max_active=*/1);
   std::thread slow([&] { h.Post("/v1/completions", R"({"prompt":"1","max_tokens":5})"); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  // Wait (not sleep a fixed time) until the slow request holds the only slot: on a loaded
+  // host the first request may take a while to reach the engine.
+  for (int i = 0; i < 1000; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(h.shared->mu);
+      if (h.shared->active >= 1) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   httplib::Client c2("127.0.0.1", h.server->port());
   auto r = c2.Post("/v1/completions", R"({"prompt":"2","max_tokens":5})", "application/json");
   ASSERT_TRUE(r);
@@ -356,7 +366,13 @@ TEST(Server, ShutdownDrainsRunningStreams) {
       body = "error " + httplib::to_string(r.error());
     }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int i = 0; i < 1000; ++i) {  // until the stream is running (not a fixed sleep)
+    {
+      std::lock_guard<std::mutex> lock(h->shared->mu);
+      if (h->shared->active >= 1) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   h->server->Shutdown();
   t.join();
   auto data = SseData(body);
