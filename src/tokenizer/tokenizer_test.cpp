@@ -213,7 +213,8 @@ TEST(Tokenizer, TinyCheckpointFixtureCases) {
   if (cases_text.empty()) GTEST_SKIP() << "no " << dir << "/fixtures/tokenizer_cases.json";
   auto tok = Tokenizer::FromFile(dir + "/tokenizer.json");
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
-  for (const auto& c : nlohmann::json::parse(cases_text)["cases"]) {
+  const nlohmann::json cases = nlohmann::json::parse(cases_text);  // outlives the loop
+  for (const auto& c : cases["cases"]) {
     const auto want = c["ids"].get<std::vector<int32_t>>();
     EXPECT_EQ(tok->Encode(c["text"].get<std::string>()), want) << c["text"];
     EXPECT_EQ(tok->Decode(want), c["text"].get<std::string>());
