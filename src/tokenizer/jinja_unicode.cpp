@@ -1,6 +1,8 @@
 // UTF-8 helpers and Python-compatible case mapping for the Jinja engine.
 #include "tokenizer/jinja_unicode.h"
 
+#include "tokenizer/unicode.h"
+
 namespace mx::jinja {
 
 char32_t DecodeUtf8At(std::string_view s, size_t* pos) {
@@ -44,23 +46,7 @@ char32_t DecodeUtf8At(std::string_view s, size_t* pos) {
   return cp;
 }
 
-void AppendUtf8(char32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
+void AppendUtf8(char32_t cp, std::string* out) { tok::AppendUtf8(out, cp); }
 
 std::vector<char32_t> DecodeUtf8(std::string_view s) {
   std::vector<char32_t> out;
