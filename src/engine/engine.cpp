@@ -3,6 +3,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cctype>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -289,6 +290,46 @@ Result<std::vector<int32_t>> LoadEosTokenIds(const std::string& model_dir,
   return ids;
 }
 
+static Result<int32_t> SpeculativeSteps(const EngineOptions& o, const ModelConfig& c) {
+  std::string algo = o.speculative_algorithm;
+  std::transform(algo.begin(), algo.end(), algo.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+  if (algo.empty()) {
+    if (o.speculative_num_steps != 0 || o.speculative_num_draft_tokens != 0) {
+      return InvalidArgument(
+          "speculative_num_steps / speculative_num_draft_tokens need speculative_algorithm MTP "
+          "(or its aliases EAGLE, NEXTN)");
+    }
+    return 0;
+  }
+  if (algo != "MTP" && algo != "EAGLE" && algo != "NEXTN") {
+    return InvalidArgument("speculative_algorithm '{}': expected MTP (aliases EAGLE, NEXTN)",
+                           o.speculative_algorithm);
+  }
+  if (c.num_nextn_predict_layers < 1) {
+    return InvalidArgument(
+        "speculative_algorithm {}: the model has no MTP layer (num_nextn_predict_layers = 0)",
+        o.speculative_algorithm);
+  }
+  const int32_t steps = o.speculative_num_steps == 0 ? 3 : o.speculative_num_steps;
+  if (steps < 1 || steps > 16) {
+    return InvalidArgument("speculative_num_steps must be in [1, 16], got {}", steps);
+  }
+  if (o.speculative_eagle_topk != 1) {
+    return InvalidArgument(
+        "speculative_eagle_topk {}: only 1 (a draft chain) is supported; draft trees (topk > 1) "
+        "are not",
+        o.speculative_eagle_topk);
+  }
+  if (o.speculative_num_draft_tokens != 0 && o.speculative_num_draft_tokens != steps + 1) {
+    return InvalidArgument(
+        "speculative_num_draft_tokens {} with speculative_num_steps {} and topk 1: a chain "
+        "verifies num_steps + 1 = {} tokens",
+        o.speculative_num_draft_tokens, steps, steps + 1);
+  }
+  return steps;
+}
+
 Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
                                                        std::unique_ptr<ModelRunner> runner,
                                                        std::optional<tok::Tokenizer> tokenizer,
@@ -304,11 +345,9 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
   if (o.schedule_policy != "fcfs" && o.schedule_policy != "lpm") {
     return InvalidArgument("schedule_policy '{}': expected fcfs or lpm", o.schedule_policy);
   }
-  if (o.speculative_num_steps != 0) {
-    return Unimplemented("speculative decoding is not implemented yet (speculative_num_steps)");
-  }
   MX_ASSIGN_OR_RETURN(KvCacheDtype dtype, ParseKvCacheDtype(o.kv_cache_dtype));
   const ModelConfig& c = runner->config();
+  MX_ASSIGN_OR_RETURN(int32_t spec_steps, SpeculativeSteps(o, c));
   const int64_t n_layers = c.num_hidden_layers + (c.num_nextn_predict_layers > 0 ? 1 : 0);
   if (!kv_scales.empty() && static_cast<int64_t>(kv_scales.size()) != n_layers) {
     return InvalidArgument("{} KV scales for {} layers", kv_scales.size(), n_layers);
@@ -341,6 +380,13 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
   sc.disable_radix_cache = o.disable_radix_cache;
   sc.eos_ids = std::move(eos_ids);
   sc.context_window = c.max_position_embeddings;
+  sc.spec_steps = spec_steps;
+  sc.spec_share_topk = c.index_share_for_mtp_iteration;
+  if (spec_steps > 0) {
+    MX_LOG_INFO("speculative decoding: MTP, {} draft steps, topk 1, {} draft tokens{}", spec_steps,
+                spec_steps + 1,
+                sc.spec_share_topk ? " (draft steps reuse the first step's indexer top-k)" : "");
+  }
   auto e = std::make_unique<EngineImpl>(o, std::move(runner), std::move(tokenizer), std::move(sc));
   e->set_total_pages(n_pages);
   return std::unique_ptr<Engine>(std::move(e));

@@ -90,9 +90,15 @@ struct EngineStats {
   int64_t requests_aborted = 0;
   int64_t requests_rejected = 0;
   int64_t retractions = 0;
-  double spec_accept_length_mean = 0;  // 0 when speculation is off
+  // Speculative decoding (all 0 when off): verify steps (one per request and decode forward),
+  // drafts proposed and accepted, and per draft position i (0 = the first draft) how often one
+  // was proposed and accepted. Mean accept length = tokens per verify step, bonus included.
+  double spec_accept_length_mean = 0;
+  int64_t spec_verify_steps = 0;
   int64_t spec_drafts_proposed = 0;
   int64_t spec_tokens_accepted = 0;
+  std::vector<int64_t> spec_proposed_at;
+  std::vector<int64_t> spec_accepted_at;
 };
 
 // Flags with sglang's names and meanings (the CLI maps --page-size, --max-total-tokens, ...).
@@ -109,7 +115,10 @@ struct EngineOptions {
   int64_t chunked_prefill_size = 512;    // prefill tokens per step
   std::string schedule_policy = "fcfs";  // fcfs|lpm
   bool disable_radix_cache = false;
-  // Speculative decoding (MTP); num_steps 0 = off.
+  // Speculative decoding with the model's MTP layer (sglang's flags): algorithm "" = off, or
+  // MTP (aliases EAGLE, NEXTN); num_steps 0 with an algorithm = 3; topk must be 1 (a chain);
+  // num_draft_tokens 0 = num_steps + 1, otherwise it must equal that.
+  std::string speculative_algorithm;
   int32_t speculative_num_steps = 0;
   int32_t speculative_eagle_topk = 1;
   int32_t speculative_num_draft_tokens = 0;

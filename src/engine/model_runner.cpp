@@ -5,6 +5,14 @@
 
 namespace mx {
 
+Result<ForwardOutput> ModelRunner::ForwardRows(const ForwardBatch&, KvStore&) {
+  return Unimplemented("this model runner has no speculative forward");
+}
+
+Result<MtpOutput> ModelRunner::ForwardMtp(const MtpBatch&, KvStore&) {
+  return Unimplemented("this model runner has no MTP layer");
+}
+
 namespace {
 
 class RealModelRunner final : public ModelRunner {
@@ -19,6 +27,16 @@ class RealModelRunner final : public ModelRunner {
     opts.logits = LogitsMode::kLast;
     MX_ASSIGN_OR_RETURN(ForwardOutput out, model_->Forward(batch, opts, kv, kt_, pool_));
     return std::move(out.logits);
+  }
+
+  Result<ForwardOutput> ForwardRows(const ForwardBatch& batch, KvStore& kv) override {
+    ForwardOptions opts;
+    opts.logits = LogitsMode::kLast;
+    return model_->Forward(batch, opts, kv, kt_, pool_);
+  }
+
+  Result<MtpOutput> ForwardMtp(const MtpBatch& batch, KvStore& kv) override {
+    return model_->ForwardMtp(batch, kv, kt_, pool_);
   }
 
  private:

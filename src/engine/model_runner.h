@@ -23,6 +23,13 @@ class ModelRunner {
   virtual const ModelConfig& config() const = 0;
   // Logits [batch.seqs.size(), vocab_size]: the last new row of every sequence.
   virtual Result<std::vector<float>> Forward(const ForwardBatch& batch, KvStore& kv) = 0;
+
+  // Speculative decoding needs a model with an MTP layer and these two (the defaults fail):
+  // the forward with logits for the last row of every sequence, or every row of those with
+  // SequenceInput::all_logits (in row order), and the final hidden states [T, D] ...
+  virtual Result<ForwardOutput> ForwardRows(const ForwardBatch& batch, KvStore& kv);
+  // ... and one pass of the MTP layer alone (drafting).
+  virtual Result<MtpOutput> ForwardMtp(const MtpBatch& batch, KvStore& kv);
 };
 
 // REQUIRES: kt outlives the runner. threads <= 0: one per core.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <vector>
 
 namespace mx {
 
@@ -24,7 +25,23 @@ class Sampler {
   // REQUIRES: logits non-empty and finite.
   int32_t Sample(std::span<const float> logits);
 
+  // Speculative (rejection) sampling of a draft token that was proposed with probability 1
+  // (top-1 drafting): the draft is kept with probability p(draft), otherwise the token is drawn
+  // from p without the draft, renormalised; so the result is distributed exactly as Sample's,
+  // and equals `draft` exactly when the draft is accepted. Greedy: the argmax.
+  int32_t SampleSpeculative(std::span<const float> logits, int32_t draft);
+
+  // The distribution Sample draws from (temperature > 0): candidate ids by logit descending
+  // (ties: lower id first) and their probabilities, summing to 1.
+  struct Candidates {
+    std::vector<int32_t> ids;
+    std::vector<double> p;
+  };
+  Candidates Filter(std::span<const float> logits) const;
+
  private:
+  int32_t Draw(const Candidates& c, int32_t exclude);
+
   SamplingParams params_;
   std::mt19937_64 rng_;
 };

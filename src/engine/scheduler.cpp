@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "engine/scheduler_request.h"
 
 namespace mx {
 
@@ -20,28 +21,6 @@ bool Contains(const std::vector<int32_t>& v, int32_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 }  // namespace
-
-struct Scheduler::Request {
-  RequestId id = 0;
-  GenerationRequest req;
-  std::shared_ptr<ChunkSink> sink;
-  Clock::time_point submitted;
-  std::optional<Clock::time_point> admitted, first_token;
-  std::vector<int32_t> tokens;  // prompt + output
-  int32_t n_prompt = 0;
-  int64_t kv_len = 0;  // positions whose KV rows are written
-  RadixCache::Node* locked = nullptr;
-  int64_t cached_tokens = 0;
-  bool done = false;
-  Sampler sampler;
-  PenaltyState penalty;
-  std::optional<StopMatcher> stop;
-  GenerationChunk pending;
-
-  explicit Request(const SamplingParams& p) : sampler(p) {}
-  int32_t n_output() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
-  int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - kv_len; }
-};
 
 Scheduler::Scheduler(SchedulerConfig cfg, ModelRunner& runner, const tok::Tokenizer* tokenizer)
     : cfg_(std::move(cfg)),
@@ -121,6 +100,7 @@ void Scheduler::Retract(size_t i) {
   ReqPtr r = std::move(running_[i]);
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
   Release(*r, /*cache=*/true);
+  r->drafts.clear();
   ++stats_.retractions;
   new_token_ratio_ = std::min(1.0, new_token_ratio_ + kRetractRatioStep);
   waiting_.push_front(std::move(r));
@@ -159,7 +139,7 @@ int64_t Scheduler::Reserved() const {
   int64_t total = 0;
   for (const auto& r : running_) {
     const double left = std::max(0, r->req.max_tokens - r->n_output());
-    const int64_t est = static_cast<int64_t>(r->tokens.size()) +
+    const int64_t est = static_cast<int64_t>(r->tokens.size()) + cfg_.spec_steps +
                         static_cast<int64_t>(std::ceil(left * new_token_ratio_));
     total += std::max<int64_t>(0, PagesFor(est) - kv_.PageCount(static_cast<int64_t>(r->id)));
   }
@@ -190,7 +170,7 @@ bool Scheduler::TryAdmit(int64_t& budget, std::vector<std::pair<Request*, int64_
     radix_.Lock(m.node);
   }
   const double left = std::max(0, r.req.max_tokens - r.n_output());
-  const int64_t est = static_cast<int64_t>(r.tokens.size()) +
+  const int64_t est = static_cast<int64_t>(r.tokens.size()) + cfg_.spec_steps +
                       static_cast<int64_t>(std::ceil(left * new_token_ratio_));
   const int64_t need = PagesFor(est) - static_cast<int64_t>(m.pages.size());
   const int64_t avail = pool_.free_pages() + radix_.evictable_pages() - Reserved();
@@ -226,14 +206,18 @@ bool Scheduler::TryAdmit(int64_t& budget, std::vector<std::pair<Request*, int64_
   return true;
 }
 
-void Scheduler::ProcessLogits(Request& r, std::span<float> logits) {
+int32_t Scheduler::SampleNext(Request& r, std::span<float> logits, int32_t draft) {
   const GenerationRequest& q = r.req;
   ApplyPenalties(q, r.penalty, logits);
   if (r.n_output() < q.min_tokens) {
     MaskTokens(q.stop_token_ids, logits);
     if (!q.ignore_eos) MaskTokens(cfg_.eos_ids, logits);
   }
-  const int32_t token = r.sampler.Sample(logits);
+  return draft >= 0 ? r.sampler.SampleSpeculative(logits, draft) : r.sampler.Sample(logits);
+}
+
+bool Scheduler::AppendToken(Request& r, int32_t token, std::span<const float> logits) {
+  const GenerationRequest& q = r.req;
   if (q.top_logprobs >= 0) {
     std::vector<TokenLogprob> top;
     const float lp = ComputeLogprob(logits, token, q.top_logprobs, &top);
@@ -255,20 +239,25 @@ void Scheduler::ProcessLogits(Request& r, std::span<float> logits) {
     if (Contains(q.stop_token_ids, token) || (!q.ignore_eos && Contains(cfg_.eos_ids, token))) {
       r.pending.matched_stop_token = token;
       Finish(r, FinishReason::kStop);
-      return;
+      return true;
     }
     if (sm) {
       r.pending.matched_stop = sm->stop;
       r.pending.stop_trim_bytes = sm->trim_bytes;
       Finish(r, FinishReason::kStop);
-      return;
+      return true;
     }
   }
   if (n_out >= q.max_tokens || static_cast<int64_t>(r.tokens.size()) >= cfg_.context_window) {
     Finish(r, FinishReason::kLength);
-    return;
+    return true;
   }
-  Emit(r, /*final=*/false);
+  return false;
+}
+
+void Scheduler::ProcessLogits(Request& r, std::span<float> logits) {
+  const int32_t token = SampleNext(r, logits, -1);
+  if (!AppendToken(r, token, logits)) Emit(r, /*final=*/false);
 }
 
 bool Scheduler::Step() {
@@ -293,8 +282,11 @@ bool Scheduler::Step() {
       ++i;
       continue;
     }
-    if (EnsurePages(r, r.kv_len + 1)) {
-      batch.push_back({&r, 1});
+    // Speculative: the last token and its drafts (verified in one forward).
+    const int64_t n = 1 + static_cast<int64_t>(r.drafts.size());
+    if (n > 1 && !EnsurePages(r, r.kv_len + n)) r.drafts.clear();
+    if (EnsurePages(r, r.kv_len + 1 + static_cast<int64_t>(r.drafts.size()))) {
+      batch.push_back({&r, 1 + static_cast<int64_t>(r.drafts.size())});
       ++i;
       continue;
     }
@@ -337,6 +329,12 @@ bool Scheduler::Step() {
   }
 
   // 4. One forward, then sampling for the sequences whose chunk reached their end.
+  if (cfg_.spec_steps > 0) {
+    SpecForward(batch);
+    std::erase_if(running_, [](const ReqPtr& r) { return r->done; });
+    new_token_ratio_ = std::max(kMinNewTokenRatio, new_token_ratio_ - kNewTokenRatioDecay);
+    return true;
+  }
   ForwardBatch fb;
   for (auto [r, n] : batch) {
     SequenceInput s;
@@ -372,7 +370,17 @@ EngineStats Scheduler::stats() const {
   s.kv_pages_total = pool_.total_pages();
   s.kv_page_size = cfg_.page_size;
   for (const auto& r : running_) s.generation_tokens_total += r->n_output();
+  if (s.spec_verify_steps > 0) {
+    s.spec_accept_length_mean = static_cast<double>(s.spec_verify_steps + s.spec_tokens_accepted) /
+                                static_cast<double>(s.spec_verify_steps);
+  }
   return s;
+}
+
+std::vector<Scheduler::RunningView> Scheduler::running_view() const {
+  std::vector<RunningView> v;
+  for (const auto& r : running_) v.push_back({r->id, r->tokens, r->kv_len});
+  return v;
 }
 
 }  // namespace mx

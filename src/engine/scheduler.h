@@ -58,6 +58,11 @@ struct SchedulerConfig {
   bool disable_radix_cache = false;
   std::vector<int32_t> eos_ids;
   int64_t context_window = 0;
+  // Speculative decoding with the MTP layer (0: off): draft up to spec_steps tokens per
+  // request and step (a chain, top-1), verify them in the next forward. spec_share_topk: later
+  // draft steps reuse the first step's indexer top-k (index_share_for_mtp_iteration).
+  int32_t spec_steps = 0;
+  bool spec_share_topk = false;
 };
 
 class Scheduler {
@@ -84,6 +89,15 @@ class Scheduler {
   int64_t PagesFor(int64_t n_tokens) const;
   const PagePool& pool() const { return pool_; }
   const RadixCache& radix() const { return radix_; }
+  // Tests: the KV store (rows of running requests; sequence id = request id).
+  PagedKvStore& kv_store() { return kv_; }
+  // Tests: the running requests' tokens (prompt + output) and KV length.
+  struct RunningView {
+    RequestId id;
+    std::vector<int32_t> tokens;
+    int64_t kv_len;
+  };
+  std::vector<RunningView> running_view() const;
 
  private:
   struct Request;
@@ -100,7 +114,18 @@ class Scheduler {
   bool TryAdmit(int64_t& budget, std::vector<std::pair<Request*, int64_t>>& batch);
   size_t PickWaiting();
   int64_t Reserved() const;
+  // Penalties, min_tokens masks and the draw for r's next token (speculative when draft >= 0).
+  int32_t SampleNext(Request& r, std::span<float> logits, int32_t draft);
+  // Appends the token (logprobs, stop checks); true when r finished.
+  bool AppendToken(Request& r, int32_t token, std::span<const float> logits);
   void ProcessLogits(Request& r, std::span<float> logits);
+  // Speculative decoding (scheduler_spec.cpp): the forward of `batch` with verification of
+  // the drafts it carries, then the MTP layer over every row that became final (draft-extend)
+  // and the next drafts.
+  void SpecForward(const std::vector<std::pair<Request*, int64_t>>& batch);
+  int32_t Verify(Request& r, std::span<float> logits, int64_t rows);
+  void Draft(const std::vector<std::pair<Request*, int64_t>>& extended, const ForwardOutput& fwd,
+             const std::vector<int64_t>& first_row);
 
   SchedulerConfig cfg_;
   ModelRunner& runner_;

@@ -20,6 +20,9 @@ struct SequenceInput {
   // Empty, or one id per token: x_{t+1} for MTP row t (the MTP layer then runs on
   // (final_hidden[t], mtp_next[t]) at position t and writes its own KV rows).
   std::vector<int32_t> mtp_next;
+  // With LogitsMode::kLast: every row of this sequence gets logits, not only the last one
+  // (speculative verification).
+  bool all_logits = false;
 };
 
 struct ForwardBatch {
@@ -63,6 +66,33 @@ struct ForwardOutput {
   std::vector<float> mtp_hidden;  // [mtp_rows.size(), D] after shared_head.norm
   std::vector<int32_t> mtp_topk;  // [mtp_rows.size(), K] (want_topk)
   RouterChoice mtp_router;        // (want_router)
+};
+
+// One pass of the MTP layer on its own (speculative draft steps and draft-extend, §3.11/§3.12).
+// Row t of a sequence is the pair (h, x) at position start_pos + t: h the hidden state that
+// precedes x (the target's final hidden at that position, or the previous draft step's
+// MtpOutput::hidden), x the token that follows it. The layer writes its KV rows at those
+// positions and predicts the token after x. Legend: R rows, D hidden_size, V vocab_size,
+// K index_topk.
+struct MtpSequenceInput {
+  int64_t seq = 0;
+  int64_t start_pos = 0;
+  std::vector<int32_t> tokens;  // [R_s] x
+  std::vector<float> hidden;    // [R_s, D] h
+  // Empty, or [R_s, K]: use this indexer selection instead of running the MTP layer's indexer
+  // (index_share_for_mtp_iteration: later draft steps reuse the first step's top-k).
+  std::vector<int32_t> topk;
+};
+
+struct MtpBatch {
+  std::vector<MtpSequenceInput> seqs;
+};
+
+struct MtpOutput {
+  std::vector<int64_t> row_begin;  // [n_seqs + 1]
+  std::vector<float> logits;       // [R, V]
+  std::vector<float> hidden;       // [R, D] after shared_head.norm (the next step's h)
+  std::vector<int32_t> topk;       // [R, K] the selection used (empty without an indexer)
 };
 
 }  // namespace mx

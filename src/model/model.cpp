@@ -40,8 +40,10 @@ Status CheckFinite(const float* x, int64_t n, int64_t D, const std::string& what
 
 // One decoder layer (§3.1) over every row of ctx: h [T, D] updated in place. `topk` [T, K] is
 // written on full-indexer layers and read (IndexShare) on shared ones.
+// `reuse_topk`: a full-indexer layer takes `topk` as given instead of running its indexer.
 Status DecoderLayer(const LayerContext& ctx, const LayerWeights& lw, int64_t layer, float* h,
-                    std::vector<int32_t>& topk, bool& have_topk, RouterChoice* trace) {
+                    std::vector<int32_t>& topk, bool& have_topk, RouterChoice* trace,
+                    bool reuse_topk = false) {
   const ModelConfig& c = ctx.c;
   const int64_t T = ctx.rows(), D = c.hidden_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
@@ -52,7 +54,7 @@ Status DecoderLayer(const LayerContext& ctx, const LayerWeights& lw, int64_t lay
   std::vector<float> cq(T * c.q_lora_rank);                           // [T, Rq]
   std::vector<float> q(T * c.num_attention_heads * c.qk_head_dim());  // [T, H·(Dn+Dr)]
   MlaProject(ctx, lw.attn, layer, a.data(), cq.data(), q.data());
-  if (lw.has_indexer) {
+  if (lw.has_indexer && !(reuse_topk && have_topk)) {
     topk.assign(T * c.index_topk, -1);
     IndexerTopK(ctx, lw.indexer, layer, a.data(), cq.data(), topk.data());
     have_topk = true;
@@ -139,8 +141,10 @@ Result<ForwardOutput> Model::Forward(const ForwardBatch& batch, const ForwardOpt
   if (opts.logits == LogitsMode::kAll) {
     for (int64_t r = 0; r < T; ++r) out.logit_rows.push_back(r);
   } else if (opts.logits == LogitsMode::kLast) {
-    for (size_t s = 0; s + 1 < out.row_begin.size(); ++s)
-      out.logit_rows.push_back(out.row_begin[s + 1] - 1);
+    for (size_t s = 0; s + 1 < out.row_begin.size(); ++s) {
+      const int64_t first = batch.seqs[s].all_logits ? out.row_begin[s] : out.row_begin[s + 1] - 1;
+      for (int64_t r = first; r < out.row_begin[s + 1]; ++r) out.logit_rows.push_back(r);
+    }
   }
   if (!out.logit_rows.empty()) {
     const int64_t n = static_cast<int64_t>(out.logit_rows.size());
@@ -155,7 +159,6 @@ Result<ForwardOutput> Model::Forward(const ForwardBatch& batch, const ForwardOpt
   if (!any_mtp) return out;
 
   // §3.11 MTP: rows of the sequences that asked for it, at the same positions.
-  const MtpWeights& mw = weights_.mtp;
   LayerContext mctx{c, kt, pool, kv, opts, {}, {}, {}, {}};
   std::vector<int32_t> next;
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
@@ -170,30 +173,93 @@ Result<ForwardOutput> Model::Forward(const ForwardBatch& batch, const ForwardOpt
     mctx.groups.push_back({in.seq, begin, mctx.rows()});
   }
   FillRopeTables(mctx);
-  const int64_t R = mctx.rows();
-  std::vector<float> eh(R * 2 * D);  // [R, 2D]: enorm(embed(next)) | hnorm(final_hidden)
+  std::vector<const float*> hin;
+  for (int64_t r : out.mtp_rows) hin.push_back(out.final_hidden.data() + r * D);
+  std::vector<int32_t> mtp_topk;
+  MX_RETURN_IF_ERROR(MtpLayer(mctx, next, hin, mtp_topk, /*reuse_topk=*/false,
+                              opts.want_router ? &out.mtp_router : nullptr, out.mtp_hidden,
+                              out.mtp_logits));
+  if (opts.want_topk) out.mtp_topk = std::move(mtp_topk);
+  return out;
+}
+
+Status Model::MtpLayer(const LayerContext& ctx, const std::vector<int32_t>& next,
+                       const std::vector<const float*>& h, std::vector<int32_t>& topk,
+                       bool reuse_topk, RouterChoice* trace, std::vector<float>& hidden,
+                       std::vector<float>& logits) const {
+  const ModelConfig& c = config_;
+  const int64_t D = c.hidden_size, V = c.vocab_size, L = c.num_hidden_layers;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const MtpWeights& mw = weights_.mtp;
+  const int64_t R = ctx.rows();
+  std::vector<float> eh(R * 2 * D);  // [R, 2D]: enorm(embed(next)) | hnorm(h)
   std::vector<float> tmp(D);
   for (int64_t i = 0; i < R; ++i) {
     weights_.Embed(next[i], tmp.data());
-    kt.rms_norm(tmp.data(), mw.enorm.data(), eps, D, eh.data() + i * 2 * D);
-    kt.rms_norm(out.final_hidden.data() + out.mtp_rows[i] * D, mw.hnorm.data(), eps, D,
-                eh.data() + i * 2 * D + D);
+    ctx.kt.rms_norm(tmp.data(), mw.enorm.data(), eps, D, eh.data() + i * 2 * D);
+    ctx.kt.rms_norm(h[i], mw.hnorm.data(), eps, D, eh.data() + i * 2 * D + D);
   }
   std::vector<float> u(R * D);  // [R, D]
-  Linear(kt, pool, eh.data(), R, mw.eh_proj, u.data());
-  std::vector<int32_t> mtp_topk;
-  bool mtp_have = false;
-  MX_RETURN_IF_ERROR(DecoderLayer(mctx, mw.layer, L, u.data(), mtp_topk, mtp_have,
-                                  opts.want_router ? &out.mtp_router : nullptr));
-  if (opts.want_topk) out.mtp_topk = mtp_topk;
-  out.mtp_hidden.resize(R * D);
+  Linear(ctx.kt, ctx.pool, eh.data(), R, mw.eh_proj, u.data());
+  bool have = reuse_topk;
+  MX_RETURN_IF_ERROR(DecoderLayer(ctx, mw.layer, L, u.data(), topk, have, trace, reuse_topk));
+  hidden.resize(R * D);
   for (int64_t i = 0; i < R; ++i) {
-    kt.rms_norm(u.data() + i * D, mw.shared_head_norm.data(), eps, D,
-                out.mtp_hidden.data() + i * D);
+    ctx.kt.rms_norm(u.data() + i * D, mw.shared_head_norm.data(), eps, D, hidden.data() + i * D);
   }
-  out.mtp_logits.resize(R * V);
-  Linear(kt, pool, out.mtp_hidden.data(), R, weights_.lm_head, out.mtp_logits.data());
-  MX_RETURN_IF_ERROR(CheckFinite(out.mtp_logits.data(), R * V, V, "the MTP logits"));
+  logits.resize(R * V);
+  Linear(ctx.kt, ctx.pool, hidden.data(), R, weights_.lm_head, logits.data());
+  return CheckFinite(logits.data(), R * V, V, "the MTP logits");
+}
+
+Result<MtpOutput> Model::ForwardMtp(const MtpBatch& batch, KvStore& kv, const KernelTable& kt,
+                                    ThreadPool& pool) const {
+  const ModelConfig& c = config_;
+  const int64_t D = c.hidden_size, V = c.vocab_size, K = c.index_topk;
+  if (!weights_.has_mtp) return InvalidArgument("MTP requested but the model has no MTP layer");
+  const ForwardOptions opts;
+  LayerContext ctx{c, kt, pool, kv, opts, {}, {}, {}, {}};
+  MtpOutput out;
+  out.row_begin.push_back(0);
+  std::set<int64_t> seen;
+  std::vector<int32_t> next, topk;
+  std::vector<const float*> h;
+  int64_t with_topk = 0;
+  for (const MtpSequenceInput& s : batch.seqs) {
+    const int64_t n = static_cast<int64_t>(s.tokens.size());
+    if (n == 0) return InvalidArgument("MTP sequence {} has no rows", s.seq);
+    if (!seen.insert(s.seq).second) return InvalidArgument("MTP sequence {} appears twice", s.seq);
+    if (s.start_pos < 0) return InvalidArgument("MTP sequence {}: negative start_pos", s.seq);
+    if (static_cast<int64_t>(s.hidden.size()) != n * D) {
+      return InvalidArgument("MTP sequence {}: {} hidden values for {} rows of {}", s.seq,
+                             s.hidden.size(), n, D);
+    }
+    if (!s.topk.empty() && (!c.has_indexer || static_cast<int64_t>(s.topk.size()) != n * K)) {
+      return InvalidArgument("MTP sequence {}: {} top-k entries for {} rows of {}", s.seq,
+                             s.topk.size(), n, c.has_indexer ? K : 0);
+    }
+    for (int32_t t : s.tokens) {
+      if (t < 0 || t >= V) return InvalidArgument("token id {} is outside [0, {})", t, V);
+    }
+    MX_RETURN_IF_ERROR(kv.Reserve(s.seq, s.start_pos + n));
+    const int64_t begin = ctx.rows();
+    for (int64_t i = 0; i < n; ++i) {
+      ctx.pos.push_back(s.start_pos + i);
+      h.push_back(s.hidden.data() + i * D);
+    }
+    ctx.groups.push_back({s.seq, begin, ctx.rows()});
+    out.row_begin.push_back(ctx.rows());
+    next.insert(next.end(), s.tokens.begin(), s.tokens.end());
+    topk.insert(topk.end(), s.topk.begin(), s.topk.end());
+    with_topk += s.topk.empty() ? 0 : 1;
+  }
+  if (with_topk != 0 && with_topk != static_cast<int64_t>(batch.seqs.size())) {
+    return InvalidArgument("MTP batch: either every sequence gives its top-k or none does");
+  }
+  FillRopeTables(ctx);
+  MX_RETURN_IF_ERROR(
+      MtpLayer(ctx, next, h, topk, /*reuse_topk=*/with_topk > 0, nullptr, out.hidden, out.logits));
+  out.topk = std::move(topk);
   return out;
 }
 

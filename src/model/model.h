@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "base/thread_pool.h"
@@ -20,6 +21,8 @@
 #include "model/weights.h"
 
 namespace mx {
+
+struct LayerContext;  // model/layer_context.h
 
 // Thread-safety: Forward is const and may run concurrently on distinct KvStores and pools.
 class Model {
@@ -42,7 +45,21 @@ class Model {
   Result<ForwardOutput> Forward(const ForwardBatch& batch, const ForwardOptions& opts, KvStore& kv,
                                 const KernelTable& kt, ThreadPool& pool) const;
 
+  // The MTP layer alone over `batch` (speculative drafting, see MtpBatch): writes the MTP
+  // layer's KV (and, unless the batch gives top-k sets, indexer key) rows at the rows'
+  // positions. Errors: InvalidArgument for a model without an MTP layer, bad ids, rows or
+  // shapes; the KvStore's Reserve errors; Internal for a non-finite value.
+  Result<MtpOutput> ForwardMtp(const MtpBatch& batch, KvStore& kv, const KernelTable& kt,
+                               ThreadPool& pool) const;
+
  private:
+  // §3.11 over ctx's rows: (h[i], next[i]) -> hidden [R, D] (post shared_head.norm) and
+  // logits [R, V]; `topk` is the MTP indexer's selection (given when reuse_topk).
+  Status MtpLayer(const LayerContext& ctx, const std::vector<int32_t>& next,
+                  const std::vector<const float*>& h, std::vector<int32_t>& topk, bool reuse_topk,
+                  RouterChoice* trace, std::vector<float>& hidden,
+                  std::vector<float>& logits) const;
+
   Model(ModelConfig config, Checkpoint ckpt) : config_(std::move(config)), ckpt_(std::move(ckpt)) {}
 
   ModelConfig config_;
