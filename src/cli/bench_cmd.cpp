@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/cli_util.h"
 #include "cli/verb.h"
 #include "loadgen/client.h"
 #include "loadgen/mock_server.h"
@@ -411,25 +412,6 @@ int RunMock(BenchArgs& a) {
                a.mock.itl_ms, a.mock.slots);
   (*s)->Wait();
   return 0;
-}
-
-// The command as typed (for the report), from /proc/self/cmdline.
-std::string CommandLine() {
-  std::ifstream f("/proc/self/cmdline", std::ios::binary);
-  std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::string out;
-  size_t start = 0;
-  bool first = true;
-  while (start < raw.size()) {
-    size_t end = raw.find('\0', start);
-    if (end == std::string::npos) end = raw.size();
-    std::string arg = raw.substr(start, end - start);
-    if (first) arg = fs::path(arg).filename().string();
-    out += (first ? "" : " ") + arg;
-    first = false;
-    start = end + 1;
-  }
-  return out;
 }
 
 VerbRun SetupBench(CLI::App& app) {

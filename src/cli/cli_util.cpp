@@ -2,6 +2,9 @@
 #include "cli/cli_util.h"
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 
 #include "kv/paged_kv_store.h"
@@ -61,6 +64,24 @@ Result<std::unique_ptr<KvStore>> MakeOfflineKvStore(const ModelConfig& config,
   table.resize(n_pages);
   std::iota(table.begin(), table.end(), 0);
   return std::unique_ptr<KvStore>(std::move(store));
+}
+
+std::string CommandLine() {
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string out;
+  size_t start = 0;
+  bool first = true;
+  while (start < raw.size()) {
+    size_t end = raw.find('\0', start);
+    if (end == std::string::npos) end = raw.size();
+    std::string arg = raw.substr(start, end - start);
+    if (first) arg = std::filesystem::path(arg).filename().string();
+    out += (first ? "" : " ") + arg;
+    first = false;
+    start = end + 1;
+  }
+  return out;
 }
 
 }  // namespace mx::cli

@@ -27,4 +27,8 @@ Result<std::unique_ptr<KvStore>> MakeOfflineKvStore(const ModelConfig& config,
                                                     const std::string& kv_cache_dtype,
                                                     int64_t max_positions);
 
+// The command as typed (argv[0] reduced to its file name), from /proc/self/cmdline, for
+// reports that record how they were made.
+std::string CommandLine();
+
 }  // namespace mx::cli

@@ -207,7 +207,7 @@ RunOutput RunRequests(const ClientOptions& o, const std::vector<const BenchPromp
       auto* tr = new Transfer;
       tr->t0 = t0;
       tr->rec = &out.records[next];
-      tr->body = RequestBody(o, *prompts[next]);
+      tr->body = prompts[next]->body.empty() ? RequestBody(o, *prompts[next]) : prompts[next]->body;
       tr->easy = curl_easy_init();
       tr->headers = curl_slist_append(tr->headers, "Content-Type: application/json");
       tr->headers = curl_slist_append(tr->headers, "Expect:");

@@ -6,7 +6,10 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <iterator>
 #include <mutex>
+#include <optional>
+#include <sstream>
 #include <thread>
 #include <unordered_set>
 
@@ -156,6 +159,13 @@ struct MockServer::Impl {
         o.ttft_ms * 1e-3 + (prompt_tokens - cached) * o.prefill_us_per_uncached_token * 1e-6;
     const std::string model = req.value("model", std::string("mock"));
 
+    std::optional<std::string> scripted;
+    if (o.reply) {
+      scripted = o.reply(hreq.body);
+      std::istringstream words(*scripted);
+      max_tokens = static_cast<int>(std::distance(std::istream_iterator<std::string>(words),
+                                                  std::istream_iterator<std::string>()));
+    }
     json usage_obj = {{"prompt_tokens", prompt_tokens},
                       {"completion_tokens", max_tokens},
                       {"total_tokens", prompt_tokens + max_tokens}};
@@ -177,8 +187,8 @@ struct MockServer::Impl {
           t_admit + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
                         ttft_s + (max_tokens - 1) * o.itl_ms * 1e-3)));
       slots->Release();
-      std::string text;
-      for (int i = 0; i < max_tokens; ++i) text += " a";
+      std::string text = scripted.value_or("");
+      for (int i = 0; !scripted && i < max_tokens; ++i) text += " a";
       json r = chunk(text);
       r["usage"] = usage_obj;
       res.set_content(r.dump(), "application/json");
@@ -197,6 +207,14 @@ struct MockServer::Impl {
                                                     std::chrono::duration<double>(s)));
       };
       int sent = 0, k = 0;
+      if (scripted) {
+        at(ttft_s);
+        if (!scripted->empty()) {
+          std::string s = Sse(chunk(*scripted));
+          if (!sink.write(s.data(), s.size())) return false;
+        }
+        sent = max_tokens;
+      }
       while (sent < max_tokens) {
         at(ttft_s + k * itl_s);
         if (fault == "malformed" && k == 1) {

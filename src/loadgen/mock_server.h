@@ -33,6 +33,10 @@ struct MockServerOptions {
   // (stream ends cleanly without [DONE]), "error_event" (an {"error":...} chunk).
   std::function<std::string(int)> fault;
   const tok::Tokenizer* tokenizer = nullptr;  // counts text prompts; else whitespace words
+  // Scripted replies: when set, the completion text for a request body (streamed as one
+  // chunk, or none when empty) replaces the max_tokens filler words; usage counts it as one
+  // token per whitespace-separated word. Called from the server's threads.
+  std::function<std::string(const std::string& request_body)> reply;
 };
 
 class MockServer {

@@ -25,6 +25,10 @@ struct BenchPrompt {
   int prompt_len = 0;        // tokens
   int output_len = 0;
   int group = -1;  // -1 without a shared prefix
+  // When set, sent verbatim as the request body instead of RequestBody()'s (callers that need
+  // fields a benchmark does not: eval's messages, sampling, seed, stop). It must ask for
+  // "stream": true, since the client reads SSE.
+  std::string body;
 };
 
 struct PromptSpec {

@@ -1,0 +1,57 @@
+// The eval tasks end to end: load the data, build the prompts for every (seed, question), send
+// them, extract and score, and write the per-example log (JSONL, one object per sample) and
+// the summary JSON that `eval compare` reads.
+//
+// Per-example log fields: task, seed, example (0-based index), id, prompt (chat messages or
+// completion text), output, extracted, gold, correct, attempts, prompt_tokens, completion_tokens,
+// latency_s, and error_kind/error for a request that failed after its retries (scored wrong).
+// Multiple choice adds "order" (the original index of each shown choice).
+//
+// Summary fields: task, protocol (one line), model, base_url, endpoint, data, num_examples,
+// num_shots, seeds (K), seed (the first; seed s sends seed + s), temperature, max_tokens,
+// accuracy and stderr (scoring.h: clustered by question over the K seeds), correct, samples,
+// per_seed [{seed, accuracy, stderr, correct}], errors, errors_by_kind, retries,
+// duration_s, output (the log's path), summary (its own path), command, mxserve_version.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "eval/request.h"
+#include "eval/runner.h"
+
+namespace mx::eval {
+
+struct TaskOptions {
+  std::string task;  // "gsm8k", "arith", "mcq"
+  ServerOptions server;
+  Sampling sampling;
+  std::string data;        // test/eval split
+  std::string train_data;  // few-shot source (QA tasks); needed when num_shots > 0
+  int num_examples = 0;    // the first N of `data`; 0 = all
+  int num_shots = 0;       // QA tasks only
+  int seeds = 1;
+  uint64_t seed = 0;
+  bool shuffle = true;  // mcq: shuffle choices per seed
+  std::string output;   // per-example JSONL
+  std::string summary;  // summary JSON
+  std::string command;  // the command line, recorded in the summary
+};
+
+// gsm8k and arith: exact match of NormalizeNumber(ExtractNumber(output)) with the gold number.
+Result<nlohmann::json> RunQaTask(const TaskOptions& options);
+
+// mcq: ExtractLetter(output) against the letter the gold choice got under the seed's shuffle.
+Result<nlohmann::json> RunMcqTask(const TaskOptions& options);
+
+// The bundled model's 500 held-out problems: tests/data/arith/heldout.jsonl under the working
+// directory when it is a checkout, else under the source tree this binary was built from.
+std::string DefaultArithData();
+
+// "out.jsonl" -> "out.summary.json" (any other name gets ".summary.json" appended).
+std::string DefaultSummaryPath(const std::string& output);
+
+}  // namespace mx::eval
