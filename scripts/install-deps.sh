@@ -10,6 +10,7 @@ PKGS=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libpcre2-dev libcpp-httplib-dev libcurl4-openssl-dev
   curl nodejs
+  chromium fonts-dejavu-core  # the web page's browser test (tests/webui)
 )
 
 missing=()

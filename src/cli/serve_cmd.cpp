@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/served_model_info.h"
 #include "cli/verb.h"
 #include "server/server.h"
 
@@ -106,6 +107,12 @@ int RunServe(ServeArgs& a) {
       Fail(fmt::format("model '{}': {}", name, served.status().message()));
       return stop(1);
     }
+    auto info = DescribeServedModel(dir, eo.kv_cache_dtype);
+    if (!info.ok()) {
+      Fail(fmt::format("model '{}': {}", name, info.status().message()));
+      return stop(1);
+    }
+    (*served)->info = std::move(*info);
     srv.AddModel(std::move(*served));
   }
   if (Status st = srv.SetReady(); !st.ok()) {
@@ -120,6 +127,10 @@ int RunServe(ServeArgs& a) {
       "-d '{\"messages\":[{\"role\":\"user\",\"content\":\"12+34=\"}],\"max_tokens\":32}'\n",
       models->size(), a.server.host.c_str(), srv.port(), a.server.host.c_str(), srv.port(),
       auth.c_str());
+  if (a.server.webui) {
+    std::fprintf(stderr, "  web page (status + chat): http://%s:%d/\n", a.server.host.c_str(),
+                 srv.port());
+  }
   waiter.join();
   http.join();
   for (Engine* e : engines) e->Shutdown(std::chrono::milliseconds(1000));
@@ -144,6 +155,8 @@ VerbRun SetupServe(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--api-key", a->server.api_key,
                   "require 'Authorization: Bearer KEY' (except /health)");
+  sub->add_flag("--no-webui{false}", a->server.webui,
+                "do not serve the status + chat page at / (the API is unchanged)");
   sub->add_option("--max-request-bytes", a->server.max_body_bytes, "request body size limit")
       ->capture_default_str();
   sub->add_option("--http-threads", a->server.http_threads,

@@ -22,6 +22,23 @@ uint64_t Histogram::count() const {
   return count_;
 }
 
+std::optional<double> Histogram::Quantile(double q) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (count_ == 0) return std::nullopt;
+  const double rank = q * static_cast<double>(count_);
+  uint64_t cum = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    const uint64_t prev = cum;
+    cum += counts_[i];
+    if (static_cast<double>(cum) >= rank && counts_[i] > 0) {
+      const double lo = i == 0 ? 0.0 : bounds_[i - 1];
+      return lo + (bounds_[i] - lo) * (rank - static_cast<double>(prev)) /
+                      static_cast<double>(counts_[i]);
+    }
+  }
+  return bounds_.empty() ? 0.0 : bounds_.back();
+}
+
 void Histogram::Render(const std::string& name, const std::string& labels, std::string* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   const std::string sep = labels.empty() ? "" : ",";
@@ -45,6 +62,15 @@ std::vector<double> LatencyBuckets() {
 
 ModelMetrics::ModelMetrics()
     : ttft(LatencyBuckets()), itl(LatencyBuckets()), e2e(LatencyBuckets()) {}
+
+double KvUsageRatio(const EngineStats& s) {
+  return s.kv_pages_total > 0 ? static_cast<double>(s.kv_pages_used) / s.kv_pages_total : 0.0;
+}
+
+double CacheHitRate(const EngineStats& s) {
+  return s.prompt_tokens_total > 0 ? static_cast<double>(s.radix_hit_tokens) / s.prompt_tokens_total
+                                   : 0.0;
+}
 
 void ServerMetrics::CountHttp(int status) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -77,17 +103,10 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
             [](const MV& m) { return m.stats.kv_pages_used; });
   per_model("kv_pages_total", "gauge", "KV cache pages in the pool.",
             [](const MV& m) { return m.stats.kv_pages_total; });
-  per_model("kv_cache_usage_ratio", "gauge", "Fraction of KV pages in use.", [](const MV& m) {
-    return m.stats.kv_pages_total > 0
-               ? static_cast<double>(m.stats.kv_pages_used) / m.stats.kv_pages_total
-               : 0.0;
-  });
-  per_model(
-      "cache_hit_rate", "gauge", "Radix cache hit rate (cached / prompt tokens).", [](const MV& m) {
-        return m.stats.prompt_tokens_total > 0
-                   ? static_cast<double>(m.stats.radix_hit_tokens) / m.stats.prompt_tokens_total
-                   : 0.0;
-      });
+  per_model("kv_cache_usage_ratio", "gauge", "Fraction of KV pages in use.",
+            [](const MV& m) { return KvUsageRatio(m.stats); });
+  per_model("cache_hit_rate", "gauge", "Radix cache hit rate (cached / prompt tokens).",
+            [](const MV& m) { return CacheHitRate(m.stats); });
   per_model("spec_accept_length", "gauge", "Mean speculative accept length (0: off).",
             [](const MV& m) { return m.stats.spec_accept_length_mean; });
   per_model("requests_finished_total", "counter", "Requests finished by the engine.",

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ class Histogram {
   // `model="x"`).
   void Render(const std::string& name, const std::string& labels, std::string* out) const;
   uint64_t count() const;
+  // The q-quantile (0 < q < 1) estimated like Prometheus' histogram_quantile: linear within
+  // the bucket that holds it; the largest finite bound when it falls in +Inf. nullopt when
+  // nothing was observed.
+  std::optional<double> Quantile(double q) const;
 
  private:
   std::vector<double> bounds_;
@@ -34,6 +39,10 @@ class Histogram {
   double sum_ = 0;
   uint64_t count_ = 0;
 };
+
+// Ratios shared by /metrics and /get_server_info (0 when the denominator is 0).
+double KvUsageRatio(const EngineStats& s);
+double CacheHitRate(const EngineStats& s);  // radix-cached / prompt tokens
 
 struct ModelMetrics {
   ModelMetrics();

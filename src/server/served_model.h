@@ -2,6 +2,7 @@
 // start-up; immutable afterwards apart from the engine (thread-safe) and the metrics.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,17 @@
 
 namespace mx::server {
 
+// What the status page and /get_server_info say about a model; filled by whoever loads it
+// (the server itself never reads weights). Empty fields are shown as unknown.
+struct ModelInfo {
+  std::string architecture;  // "GlmMoeDsaForCausalLM"
+  int64_t params_total = 0;
+  int64_t params_active = 0;                      // per token (MoE: routed top-k + shared)
+  std::map<std::string, int64_t> weight_formats;  // "mxfp4" -> tensor count
+  std::string kv_cache_dtype;                     // as the engine resolved it: "bf16", ...
+  std::string tuned_configs = "none";             // tuned kernel configs in use, or "none"
+};
+
 struct ServedModel {
   std::string name;
   std::string dir;
@@ -23,6 +35,7 @@ struct ServedModel {
   std::string eos_token;
   int64_t created = 0;  // unix seconds, for /v1/models
   ModelMetrics metrics;
+  ModelInfo info;
 
   ServedModel(std::string name, std::string dir, std::unique_ptr<Engine> engine,
               tok::Tokenizer tokenizer);

@@ -1,6 +1,6 @@
 // Server lifecycle (bind, run, drain) and the small routes: /health, /health_generate,
-// /v1/models, /metrics, /tokenize, /detokenize, /flush_cache, /abort_request; auth and error
-// pages.
+// /v1/models, /metrics, /get_server_info, /tokenize, /detokenize, /flush_cache,
+// /abort_request, the web page; auth and error pages.
 #include "server/server.h"
 
 #include <sys/socket.h>
@@ -12,6 +12,8 @@
 
 #include "base/log.h"
 #include "server/server_impl.h"
+#include "server/server_info.h"
+#include "server/webui.h"
 
 namespace mx::server {
 
@@ -130,7 +132,10 @@ Status Server::Bind() {
   http.set_tcp_nodelay(true);
 
   http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
-    if (s.options.api_key.empty() || req.path == "/health") {
+    // note: the page's own files are public (they hold no data), so that a browser can load
+    // it and then ask for the key; everything the page calls needs the key.
+    if (s.options.api_key.empty() || req.path == "/health" ||
+        (s.options.webui && req.method == "GET" && FindWebAsset(req.path))) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     const std::string auth = req.get_header_value("Authorization");
@@ -220,6 +225,30 @@ Status Server::Bind() {
     }
     res.set_content(s.metrics.Render(views), "text/plain; version=0.0.4");
   });
+  http.Get("/get_server_info", [&s](const httplib::Request&, httplib::Response& res) {
+    ServerState st;
+    st.ready = s.ready.load();
+    st.draining = s.draining.load();
+    st.auth = !s.options.api_key.empty();
+    st.uptime_seconds = std::chrono::duration<double>(Clock::now() - s.started).count();
+    if (st.ready) st.default_model = s.default_model->name;
+    SendJson(res, ServerInfoJson(st, s.models));
+  });
+  if (s.options.webui) {
+    http.Get("/|/webui/[a-z]+\\.(css|js)", [](const httplib::Request& req, httplib::Response& res) {
+      const WebAsset* a = FindWebAsset(req.path);
+      if (a == nullptr) {
+        res.status = 404;  // the error handler writes the body
+        return;
+      }
+      res.set_header("Cache-Control", "no-cache");
+      res.set_header("X-Content-Type-Options", "nosniff");
+      // Everything the page loads or calls is this server; nothing inline, nothing elsewhere.
+      res.set_header("Content-Security-Policy",
+                     "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
+      res.set_content(std::string(a->body), std::string(a->content_type));
+    });
+  }
   http.Post("/tokenize", [&s](const httplib::Request& req, httplib::Response& res) {
     if (!s.ready.load())
       return SendError(res, FromStatus(Status(StatusCode::kUnavailable, "loading")));

@@ -1,10 +1,10 @@
 // The HTTP server: OpenAI-compatible routes (/v1/chat/completions, /v1/completions,
 // /v1/models), sglang-native routes (/generate, /health, /health_generate, /flush_cache,
-// /abort_request), vLLM-style /tokenize and /detokenize, and Prometheus /metrics, over one or
-// more ServedModels. Each HTTP connection is served by a worker of a fixed pool
-// (http_threads); a request's engine stream is read on that worker, detokenized and written as
-// SSE or JSON. A client that goes away is noticed on the next write (a token, or a heartbeat
-// every disconnect_poll) and its engine requests are aborted.
+// /abort_request, /get_server_info), vLLM-style /tokenize and /detokenize, Prometheus
+// /metrics, and a web page at / (webui.h), over one or more ServedModels. Each HTTP connection is
+// served by a worker of a fixed pool (http_threads); a request's engine stream is read on that
+// worker, detokenized and written as SSE or JSON. A client that goes away is noticed on the next
+// write (a token, or a heartbeat every disconnect_poll) and its engine requests are aborted.
 //
 // Lifecycle: Bind -> (Run on a thread) -> AddModel... -> SetReady -> Shutdown. Until
 // SetReady, /health answers 503 and generation routes 503.
@@ -34,6 +34,7 @@ struct ServerOptions {
   std::chrono::milliseconds shutdown_timeout{30000};
   std::chrono::milliseconds disconnect_poll{20};  // heartbeat period while waiting on the engine
   RequestLimits limits;
+  bool webui = true;  // the status + playground page at / (webui.h); --no-webui turns it off
 };
 
 class Server {

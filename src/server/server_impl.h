@@ -51,6 +51,7 @@ struct Server::Impl {
   std::atomic<bool> draining{false};
   std::atomic<int64_t> drain_deadline_ns{0};  // steady clock; 0 = none
   ServerMetrics metrics;
+  Clock::time_point started = Clock::now();
 
   std::mutex jobs_mu;
   std::map<std::string, ActiveJob*> jobs;  // by response id ("chatcmpl-...", rid)

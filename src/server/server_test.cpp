@@ -1,6 +1,7 @@
 // The HTTP server on a loopback port over a scripted FakeEngine and the bundled model's
 // tokenizer and chat template: routes, stream vs non-stream agreement, usage, errors,
-// auth, overload, disconnect aborts, 512 concurrent streams, drain on shutdown.
+// auth, overload, disconnect aborts, 512 concurrent streams, drain on shutdown, the web page
+// and /get_server_info.
 #include "server/server.h"
 
 #include <arpa/inet.h>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "server/fake_engine_test_util.h"
+#include "server/webui.h"
 
 namespace mx::server {
 namespace {
@@ -48,6 +50,10 @@ struct Harness {
     thread = std::thread([this] { server->Run(); });
     auto m = LoadServedModel("arith", kModelDir, std::move(engine));
     EXPECT_TRUE(m.ok()) << m.status().ToString();
+    (*m)->info.architecture = "GlmMoeDsaForCausalLM";
+    (*m)->info.params_total = 6033056;
+    (*m)->info.weight_formats = {{"bf16", 182}, {"f32", 4}};
+    (*m)->info.kv_cache_dtype = "bf16";
     server->AddModel(std::move(*m));
     if (ready) EXPECT_TRUE(server->SetReady().ok());
     client = std::make_unique<httplib::Client>("127.0.0.1", server->port());
@@ -382,6 +388,104 @@ TEST(Server, ShutdownDrainsRunningStreams) {
   // New connections are refused once draining has begun.
   httplib::Client c("127.0.0.1", h->server->port());
   EXPECT_FALSE(c.Get("/health"));
+}
+
+TEST(Server, WebPageIsEmbeddedAndServed) {
+  Harness h("46");
+  ASSERT_GE(WebUiAssets().size(), 3u);
+  EXPECT_EQ(WebUiAssets().front().path, "/");
+  for (const WebAsset& a : WebUiAssets()) {
+    auto r = h.client->Get(std::string(a.path).c_str());
+    ASSERT_TRUE(r) << a.path;
+    EXPECT_EQ(r->status, 200) << a.path;
+    EXPECT_EQ(r->get_header_value("Content-Type"), a.content_type) << a.path;
+    EXPECT_EQ(r->body, a.body) << a.path;
+    EXPECT_NE(r->get_header_value("Content-Security-Policy").find("default-src 'self'"),
+              std::string::npos);
+  }
+  const std::string page = h.client->Get("/")->body;
+  EXPECT_NE(page.find("<title>mxserve</title>"), std::string::npos);
+  EXPECT_NE(page.find("src=\"/webui/app.js\""), std::string::npos);
+  EXPECT_NE(page.find("href=\"/webui/style.css\""), std::string::npos);
+  // Nothing from elsewhere: no absolute URLs in what the page loads.
+  for (const WebAsset& a : WebUiAssets()) {
+    EXPECT_EQ(a.body.find("src=\"http"), std::string_view::npos) << a.path;
+    EXPECT_EQ(a.body.find("href=\"http"), std::string_view::npos) << a.path;
+  }
+  auto missing = h.client->Get("/webui/nope.js");
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_EQ(Json::parse(missing->body)["error"]["code"], "not_found");
+}
+
+TEST(Server, NoWebUiServesNoPage) {
+  ServerOptions o;
+  o.webui = false;
+  Harness h("46", o);
+  auto r = h.client->Get("/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(Json::parse(r->body)["error"]["code"], "not_found");
+  EXPECT_EQ(h.client->Get("/webui/app.js")->status, 404);
+  EXPECT_EQ(h.client->Get("/get_server_info")->status, 200);  // the API is unchanged
+}
+
+TEST(Server, WebPageIsPublicUnderApiKeyButItsDataIsNot) {
+  ServerOptions o;
+  o.api_key = "sekret";
+  Harness h("46", o);
+  EXPECT_EQ(h.client->Get("/")->status, 200);
+  EXPECT_EQ(h.client->Get("/webui/app.js")->status, 200);
+  EXPECT_EQ(h.client->Get("/get_server_info")->status, 401);
+  EXPECT_EQ(h.client->Get("/webui/nope.js")->status, 401);  // only the page's own files are public
+  auto ok = h.client->Get("/get_server_info", {{"Authorization", "Bearer sekret"}});
+  ASSERT_EQ(ok->status, 200);
+  EXPECT_EQ(Json::parse(ok->body)["auth"], true);
+}
+
+TEST(Server, ServerInfoHasTheStatusFields) {
+  Harness h("<think>add</think>46");
+  auto before = Json::parse(h.client->Get("/get_server_info")->body);
+  EXPECT_EQ(before["models"][0]["latency_seconds"]["ttft"]["count"], 0);
+  EXPECT_TRUE(before["models"][0]["latency_seconds"]["ttft"]["p50"].is_null());
+  ASSERT_EQ(
+      h.Post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"1+1="}]})")->status,
+      200);
+  auto r = h.client->Get("/get_server_info");
+  ASSERT_EQ(r->status, 200);
+  Json j = Json::parse(r->body);
+  EXPECT_EQ(j["server"], "mxserve");
+  EXPECT_EQ(j["ready"], true);
+  EXPECT_EQ(j["auth"], false);
+  EXPECT_EQ(j["default_model"], "arith");
+  EXPECT_GT(j["uptime_seconds"].get<double>(), 0);
+  ASSERT_EQ(j["models"].size(), 1u);
+  const Json& m = j["models"][0];
+  EXPECT_EQ(m["name"], "arith");
+  EXPECT_EQ(m["architecture"], "GlmMoeDsaForCausalLM");
+  EXPECT_EQ(m["parameters"]["total"], 6033056);
+  EXPECT_EQ(m["weight_formats"]["bf16"], 182);
+  EXPECT_EQ(m["kv_cache_dtype"], "bf16");
+  EXPECT_EQ(m["tuned_configs"], "none");
+  EXPECT_EQ(m["context_window"], 512);
+  EXPECT_EQ(m["requests"]["running"], 0);
+  EXPECT_EQ(m["requests"]["queued"], 0);
+  EXPECT_EQ(m["requests"]["accepted"], 1);
+  EXPECT_EQ(m["requests"]["finished"], 1);
+  EXPECT_EQ(m["kv_cache"]["pages_total"], 100);
+  EXPECT_TRUE(m["kv_cache"]["pages_used"].is_number_integer());
+  EXPECT_TRUE(m["radix_cache"]["hit_rate"].is_number());
+  EXPECT_TRUE(m["speculative"]["accept_length"].is_number());
+  const int64_t generated = m["tokens"]["generation_total"];
+  EXPECT_GT(generated, 0);
+  EXPECT_GT(m["tokens"]["prompt_total"].get<int64_t>(), 0);
+  for (const char* h : {"ttft", "itl", "e2e"}) {
+    const Json& p = m["latency_seconds"][h];
+    EXPECT_GT(p["count"].get<int64_t>(), 0) << h;
+    EXPECT_LE(p["p50"].get<double>(), p["p90"].get<double>()) << h;
+    EXPECT_LE(p["p90"].get<double>(), p["p99"].get<double>()) << h;
+  }
+  EXPECT_EQ(m["latency_seconds"]["ttft"]["count"], 1);
+  EXPECT_EQ(m["latency_seconds"]["itl"]["count"].get<int64_t>(), generated - 1);
 }
 
 }  // namespace

@@ -62,9 +62,9 @@ export async function startServer(extra = [], { model = MODEL_DIR, name = 'arith
   };
 }
 
-// A gauge from /metrics (first matching line).
-export async function metric(base, name) {
-  const text = await (await fetch(`${base}/metrics`)).text();
+// A gauge from /metrics (first matching line); `headers` e.g. for --api-key.
+export async function metric(base, name, headers = {}) {
+  const text = await (await fetch(`${base}/metrics`, { headers })).text();
   const line = text.split('\n').find((l) => l.startsWith(name));
   return line === undefined ? undefined : Number(line.split(' ').pop());
 }

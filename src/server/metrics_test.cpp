@@ -1,0 +1,43 @@
+// Histogram quantiles (Prometheus histogram_quantile semantics) and the shared ratios.
+#include "server/metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace mx::server {
+namespace {
+
+TEST(Histogram, QuantileInterpolatesWithinTheBucket) {
+  Histogram h({1.0, 2.0, 4.0});
+  EXPECT_FALSE(h.Quantile(0.5).has_value());
+  // 10 values in (1, 2], 10 in (2, 4].
+  for (int i = 0; i < 10; ++i) h.Observe(1.5);
+  for (int i = 0; i < 10; ++i) h.Observe(3.0);
+  EXPECT_DOUBLE_EQ(*h.Quantile(0.25), 1.5);  // rank 5 of the 10 in (1, 2]
+  EXPECT_DOUBLE_EQ(*h.Quantile(0.5), 2.0);   // rank 10: the top of (1, 2]
+  EXPECT_DOUBLE_EQ(*h.Quantile(0.75), 3.0);  // rank 15: half way through (2, 4]
+  EXPECT_DOUBLE_EQ(*h.Quantile(0.99), 2.0 + 2.0 * 9.8 / 10);
+}
+
+TEST(Histogram, QuantileInTheInfBucketIsTheLargestBound) {
+  Histogram h({0.5, 1.0});
+  h.Observe(0.1);
+  h.Observe(50.0);
+  h.Observe(60.0);
+  EXPECT_DOUBLE_EQ(*h.Quantile(0.99), 1.0);
+  EXPECT_DOUBLE_EQ(*h.Quantile(0.2), 0.5 * 0.6);  // rank 0.6 of the one in [0, 0.5]
+}
+
+TEST(Metrics, RatiosAreZeroWithoutADenominator) {
+  EngineStats s;
+  EXPECT_EQ(KvUsageRatio(s), 0.0);
+  EXPECT_EQ(CacheHitRate(s), 0.0);
+  s.kv_pages_total = 8;
+  s.kv_pages_used = 2;
+  s.prompt_tokens_total = 40;
+  s.radix_hit_tokens = 10;
+  EXPECT_DOUBLE_EQ(KvUsageRatio(s), 0.25);
+  EXPECT_DOUBLE_EQ(CacheHitRate(s), 0.25);
+}
+
+}  // namespace
+}  // namespace mx::server
