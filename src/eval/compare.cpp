@@ -66,7 +66,7 @@ Result<CompareRow> Compare(const json& base, const json& quant, const std::strin
 std::string FormatCompareTable(const std::vector<CompareRow>& rows, const std::string& base_label,
                                const std::string& quant_label) {
   std::string out = fmt::format(
-      "| eval | protocol | n × seeds | {} | {} | Δ | 2·SE(Δ) | |Δ| ≤ 2·SE(Δ) |\n"
+      "| eval | protocol | n × seeds | {} | {} | Δ | 2·SE(Δ) | within 2·SE(Δ) |\n"
       "|---|---|---|---|---|---|---|---|\n",
       base_label, quant_label);
   for (const CompareRow& r : rows) {
@@ -81,7 +81,7 @@ std::string FormatCompareTable(const std::vector<CompareRow>& rows, const std::s
         r.within ? "yes" : "no", errors);
   }
   out += "\nAccuracy in %, ± one standard error; Δ = " + quant_label + " − " + base_label +
-         "; SE(Δ) = sqrt(SE_b² + SE_q²).\n";
+         "; SE(Δ) = sqrt(SE_b² + SE_q²); within: |Δ| ≤ 2·SE(Δ).\n";
   return out;
 }
 
