@@ -6,23 +6,17 @@
 // Chromium. Every wait is for a condition, with generous deadlines.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { metric, skip, startServer } from '../server/harness.mjs';
+import { join } from 'node:path';
+import { metric, startServer } from '../server/harness.mjs';
+import { launchChromium } from './browser.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const CHROMIUM = process.env.MX_CHROMIUM ?? '/usr/bin/chromium';
 const SCREENSHOT = process.env.MX_WEBUI_SCREENSHOT ?? join(tmpdir(), `mxserve-webui-${process.pid}.png`);
 const KEY = 'webui-test-key';
 const AUTH = { Authorization: `Bearer ${KEY}` };
 // A small KV pool: the default (a fraction of free memory) takes long to allocate.
 const SERVER_FLAGS = ['--max-total-tokens', '65536'];
-
-if (!existsSync(join(here, 'node_modules', 'playwright-core'))) skip('run `npm --prefix tests/webui ci`');
-if (!existsSync(CHROMIUM)) skip(`no Chromium at ${CHROMIUM} (scripts/install-deps.sh installs it)`);
-const { chromium } = await import('playwright-core');
 
 let srv;
 let browser;
@@ -30,16 +24,8 @@ let page;
 const pageErrors = [];
 
 before(async () => {
+  browser = await launchChromium(); // first: it skips when there is no browser
   srv = await startServer(['--api-key', KEY, ...SERVER_FLAGS]);
-  // note: playwright gives the browser a fresh --user-data-dir of its own; the flags keep a
-  // machine without internet from stalling on refused connections.
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    timeout: 60_000,
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--disable-quic'],
-  });
   page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
   page.setDefaultTimeout(30_000);
   page.on('pageerror', (e) => pageErrors.push(`page error: ${e.message}`));
@@ -135,6 +121,63 @@ test('Stop mid-stream aborts the request in the server at once', async () => {
   // The panel shows the abort.
   await page.waitForFunction(() => Number(document.querySelector(
     '.model[data-model="arith"] .totals [data-key="client_disconnects"]').textContent) >= 1);
+});
+
+test('reasoning, answer and tool calls render apart (a canned SSE stream)', async () => {
+  // The server's own parsers are tested in server_tests; this checks the page's SSE reading
+  // on a stream split at awkward places (CRLF, an event across two writes, a heartbeat).
+  const chunk = (delta, extra = {}) => `data: ${JSON.stringify({
+    object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }], ...extra })}`;
+  const events = [
+    ': heartbeat',
+    chunk({ role: 'assistant', reasoning_content: 'add 12 ' }),
+    chunk({ reasoning_content: 'and 34' }),
+    chunk({ content: 'It is ' }),
+    chunk({ content: '46.' }),
+    chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function',
+      function: { name: 'get_weather', arguments: '{"city":' } }] }),
+    chunk({ tool_calls: [{ index: 0, function: { arguments: '"Paris","days":2}' } }] }),
+    `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] })}`,
+    `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 30, completion_tokens: 9,
+      prompt_tokens_details: { cached_tokens: 16 } } })}`,
+    'data: [DONE]',
+  ];
+  const body = events.map((e, i) => e + (i % 2 ? '\r\n\r\n' : '\n\n')).join('');
+  let sent;
+  await page.route('**/v1/chat/completions', (route) => {
+    sent = route.request().postDataJSON();
+    route.fulfill({ status: 200, contentType: 'text/event-stream', body });
+  });
+  try {
+    await page.click('#tools-box summary');
+    await page.fill('#tools', JSON.stringify([{ type: 'function', function: { name: 'get_weather' } }]));
+    await page.uncheck('#thinking');
+    await page.fill('#prompt', 'weather?');
+    await page.click('#send');
+    const reply = lastReply();
+    await reply.and(page.locator('[data-state="done"]')).waitFor();
+    assert.equal(await reply.locator('.reasoning div').textContent(), 'add 12 and 34');
+    assert.equal(await reply.locator('.content').textContent(), 'It is 46.');
+    assert.equal(await reply.locator('.tool-call .name').textContent(), 'tool call: get_weather');
+    assert.deepEqual(JSON.parse(await reply.locator('.tool-call pre').textContent()),
+      { city: 'Paris', days: 2 });
+    const stats = await reply.locator('.stats').textContent();
+    assert.match(stats, /9 tokens/);
+    assert.match(stats, /cached 16 \/ 30 prompt tokens/);
+    assert.match(stats, /finish: tool_calls/);
+    // What the page asked for.
+    assert.equal(sent.stream, true);
+    assert.deepEqual(sent.stream_options, { include_usage: true });
+    assert.deepEqual(sent.chat_template_kwargs, { enable_thinking: false });
+    assert.equal(sent.tools[0].function.name, 'get_weather');
+    assert.equal(sent.model, 'arith');
+    assert.equal(sent.messages.at(-1).content, 'weather?');
+  } finally {
+    await page.unroute('**/v1/chat/completions');
+    await page.fill('#tools', '');
+    await page.click('#tools-box summary');
+    await page.check('#thinking');
+  }
 });
 
 test('a screenshot of the page is not blank', async () => {
