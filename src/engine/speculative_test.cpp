@@ -163,7 +163,6 @@ TEST_P(GreedyIdentical, FiftyPromptsAloneAndBatched) {
     // The trained MTP head guesses the worked answers well: drafts must be accepted often.
     EXPECT_GT(st.spec_accept_length_mean, 1.5) << "accepted " << acc << " of " << prop;
   }
-  EXPECT_EQ(spec->Stats().generation_tokens_total, base->Stats().generation_tokens_total * 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Speculative, GreedyIdentical,

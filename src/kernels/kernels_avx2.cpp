@@ -33,40 +33,70 @@ inline float Bf16Scalar(uint16_t h) {
   return f;
 }
 
-void GemmBf16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
-              int64_t m, int64_t n, int64_t k) {
+inline __m256 LoadW(const uint16_t* p) { return LoadBf16(p); }
+inline __m256 LoadW(const float* p) { return _mm256_loadu_ps(p); }
+inline float ScalarW(uint16_t h) { return Bf16Scalar(h); }
+inline float ScalarW(float f) { return f; }
+
+// y[MR rows, NR columns] = x[MR, k] · w[NR, k]^T: MR·NR independent accumulators (the FMA
+// latency is hidden) and each weight vector is loaded and widened once for all MR rows.
+template <int MR, int NR, typename W>
+inline void MicroKernel(const float* x, int64_t ldx, const W* w, int64_t ldw, float* y, int64_t ldy,
+                        int64_t k) {
   const int64_t k8 = k & ~int64_t{7};
-  for (int64_t j = 0; j < n; ++j) {
-    const uint16_t* wj = w + j * ldw;
-    for (int64_t i = 0; i < m; ++i) {
-      const float* xi = x + i * ldx;
-      __m256 acc = _mm256_setzero_ps();
-      for (int64_t t = 0; t < k8; t += 8) {
-        acc = _mm256_fmadd_ps(_mm256_loadu_ps(xi + t), LoadBf16(wj + t), acc);
-      }
-      float s = HorizontalSum(acc);
-      for (int64_t t = k8; t < k; ++t) s += xi[t] * Bf16Scalar(wj[t]);
+  __m256 acc[MR][NR];
+  for (int i = 0; i < MR; ++i) {
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_ps();
+  }
+  for (int64_t t = 0; t < k8; t += 8) {
+    __m256 wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = LoadW(w + j * ldw + t);
+    for (int i = 0; i < MR; ++i) {
+      const __m256 xv = _mm256_loadu_ps(x + i * ldx + t);
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    for (int j = 0; j < NR; ++j) {
+      float s = HorizontalSum(acc[i][j]);
+      for (int64_t t = k8; t < k; ++t) s += x[i * ldx + t] * ScalarW(w[j * ldw + t]);
       y[i * ldy + j] = s;
     }
   }
 }
 
+// Rows in blocks of 4 (4×2 tiles), the remaining rows one at a time (1×8 tiles); columns left
+// over from the tile width one at a time.
+template <typename W>
+void Gemm(const float* x, int64_t ldx, const W* w, int64_t ldw, float* y, int64_t ldy, int64_t m,
+          int64_t n, int64_t k) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) {
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+      MicroKernel<4, 2>(x + i * ldx, ldx, w + j * ldw, ldw, y + i * ldy + j, ldy, k);
+    }
+    for (; j < n; ++j)
+      MicroKernel<4, 1>(x + i * ldx, ldx, w + j * ldw, ldw, y + i * ldy + j, ldy, k);
+  }
+  for (; i < m; ++i) {
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      MicroKernel<1, 8>(x + i * ldx, ldx, w + j * ldw, ldw, y + i * ldy + j, ldy, k);
+    }
+    for (; j < n; ++j)
+      MicroKernel<1, 1>(x + i * ldx, ldx, w + j * ldw, ldw, y + i * ldy + j, ldy, k);
+  }
+}
+
+void GemmBf16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
+              int64_t m, int64_t n, int64_t k) {
+  Gemm(x, ldx, w, ldw, y, ldy, m, n, k);
+}
+
 void GemmF32(const float* x, int64_t ldx, const float* w, int64_t ldw, float* y, int64_t ldy,
              int64_t m, int64_t n, int64_t k) {
-  const int64_t k8 = k & ~int64_t{7};
-  for (int64_t j = 0; j < n; ++j) {
-    const float* wj = w + j * ldw;
-    for (int64_t i = 0; i < m; ++i) {
-      const float* xi = x + i * ldx;
-      __m256 acc = _mm256_setzero_ps();
-      for (int64_t t = 0; t < k8; t += 8) {
-        acc = _mm256_fmadd_ps(_mm256_loadu_ps(xi + t), _mm256_loadu_ps(wj + t), acc);
-      }
-      float s = HorizontalSum(acc);
-      for (int64_t t = k8; t < k; ++t) s += xi[t] * wj[t];
-      y[i * ldy + j] = s;
-    }
-  }
+  Gemm(x, ldx, w, ldw, y, ldy, m, n, k);
 }
 
 void RmsNorm(const float* x, const float* w, float eps, int64_t n, float* y) {

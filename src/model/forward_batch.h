@@ -31,8 +31,9 @@ struct ForwardBatch {
 };
 
 enum class LogitsMode { kNone, kLast, kAll };  // kLast: the last row of every sequence
-// How MLA attends (glm-moe-dsa.md §3.4 / §3.5). kAuto: expanded for a sequence with several
-// new tokens (prefill), absorbed for a single new token (decode).
+// How MLA attends (glm-moe-dsa.md §3.4 / §3.5). kAuto: absorbed for a sequence with few new
+// tokens (decode, speculative verify; fewer than half the cost crossover, mla.cpp), expanded
+// for more (prefill).
 enum class MlaForm { kAuto, kExpanded, kAbsorbed };
 
 struct ForwardOptions {

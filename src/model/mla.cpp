@@ -41,7 +41,14 @@ bool UseAbsorbed(const LayerContext& ctx, const RowGroup& g) {
     case MlaForm::kAuto:
       break;
   }
-  return g.end - g.begin == 1;
+  // note: the expanded form decompresses every attended cache row through kv_b
+  // (kv_lora_rank·H·(Dn+Dv) per row) once for all queries; the absorbed one costs about
+  // H·(2·kv_lora_rank + Dr) per query and row. Few queries (decode, speculative verify) are
+  // cheaper absorbed; take it while under half the crossover.
+  const ModelConfig& c = ctx.c;
+  const int64_t expanded = c.kv_lora_rank * (c.qk_nope_head_dim + c.v_head_dim);
+  const int64_t absorbed = 2 * c.kv_lora_rank + c.qk_rope_head_dim;
+  return (g.end - g.begin) * absorbed * 2 <= expanded;
 }
 
 // Expanded form (§3.4) for the rows of one sequence; writes o [rows, H·Dv].
@@ -93,36 +100,47 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   const ModelConfig& c = ctx.c;
   const int64_t H = c.num_attention_heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim,
                 Dv = c.v_head_dim, Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv;
+  const int64_t m = g.end - g.begin;
   const float scale = static_cast<float>(c.softmax_scale());
-  std::vector<float> q_lat(Rkv), o_lat(Rkv), s;
+  // q_lat[h] [m, Rkv] = q_nope[h] [m, Dn] · W_UK[h], one GEMM per head over the group's rows.
+  std::vector<float> qn(m * Dn), q_lat(H * m * Rkv), o_lat(H * m * Rkv), s;
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t i = 0; i < m; ++i) {
+      std::copy_n(q + ((g.begin + i) * H + h) * Dq, Dn, qn.data() + i * Dn);
+    }
+    Linear(ctx.kt, ctx.pool, qn.data(), m, w.kv_b_uk_t.Rows(h * Rkv, Rkv),
+           q_lat.data() + h * m * Rkv);
+  }
   for (int64_t r = g.begin; r < g.end; ++r) {
+    const int64_t i = r - g.begin;
     const std::vector<int64_t> sel = Selection(ctx, topk, r);
     std::vector<float> row_data(sel.size() * (Rkv + Dr));  // [sel, Rkv+Dr]
-    std::vector<const float*> rows(sel.size());
-    for (size_t i = 0; i < sel.size(); ++i) {
-      ctx.kv.ReadMlaRow(g.seq, layer, sel[i], row_data.data() + i * (Rkv + Dr));
-      rows[i] = row_data.data() + i * (Rkv + Dr);
+    for (size_t t = 0; t < sel.size(); ++t) {
+      ctx.kv.ReadMlaRow(g.seq, layer, sel[t], row_data.data() + t * (Rkv + Dr));
     }
     s.resize(sel.size());
     for (int64_t h = 0; h < H; ++h) {
       const float* qh = q + (r * H + h) * Dq;
-      // q_lat[j] = Σ_d q_nope[d] · W_UK[h][d, j]
-      std::fill(q_lat.begin(), q_lat.end(), 0.0f);
-      for (int64_t d = 0; d < Dn; ++d) {
-        for (int64_t j = 0; j < Rkv; ++j) q_lat[j] += qh[d] * w.kv_b_proj.at(h * Dkv + d, j);
-      }
-      for (size_t i = 0; i < sel.size(); ++i) {
-        s[i] = (Dot(q_lat.data(), rows[i], Rkv) + Dot(qh + Dn, rows[i] + Rkv, Dr)) * scale;
+      const float* ql = q_lat.data() + (h * m + i) * Rkv;
+      for (size_t t = 0; t < sel.size(); ++t) {
+        const float* row = row_data.data() + t * (Rkv + Dr);
+        s[t] = (Dot(ql, row, Rkv) + Dot(qh + Dn, row + Rkv, Dr)) * scale;
       }
       ctx.kt.softmax(s.data(), static_cast<int64_t>(s.size()));
-      std::fill(o_lat.begin(), o_lat.end(), 0.0f);
-      for (size_t i = 0; i < sel.size(); ++i) {
-        for (int64_t j = 0; j < Rkv; ++j) o_lat[j] += s[i] * rows[i][j];
+      float* ol = o_lat.data() + (h * m + i) * Rkv;
+      std::fill(ol, ol + Rkv, 0.0f);
+      for (size_t t = 0; t < sel.size(); ++t) {
+        const float* row = row_data.data() + t * (Rkv + Dr);
+        for (int64_t j = 0; j < Rkv; ++j) ol[j] += s[t] * row[j];
       }
-      // o[h] = W_UV[h] · o_lat
-      float* oh = o + ((r - g.begin) * H + h) * Dv;
-      Linear(ctx.kt, ctx.pool, o_lat.data(), 1, w.kv_b_proj.Rows(h * Dkv + Dn, Dv), oh);
     }
+  }
+  // o[h] [m, Dv] = o_lat[h] · W_UVᵀ, one GEMM per head.
+  std::vector<float> oh(m * Dv);
+  for (int64_t h = 0; h < H; ++h) {
+    Linear(ctx.kt, ctx.pool, o_lat.data() + h * m * Rkv, m, w.kv_b_proj.Rows(h * Dkv + Dn, Dv),
+           oh.data());
+    for (int64_t i = 0; i < m; ++i) std::copy_n(oh.data() + i * Dv, Dv, o + (i * H + h) * Dv);
   }
 }
 

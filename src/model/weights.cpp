@@ -25,6 +25,37 @@ float LinearWeight::at(int64_t row, int64_t col) const {
   return dtype == DType::kBF16 ? Bf16ToF32(bf16[row * k + col]) : f32[row * k + col];
 }
 
+LinearWeight AbsorbedKeyWeight(const LinearWeight& kv_b, const ModelConfig& c) {
+  const int64_t H = c.num_attention_heads, Dn = c.qk_nope_head_dim, Rkv = c.kv_lora_rank,
+                Dkv = c.qk_nope_head_dim + c.v_head_dim;
+  LinearWeight t;
+  t.n = H * Rkv;
+  t.k = Dn;
+  if (kv_b.dtype == DType::kBF16) {
+    t.dtype = DType::kBF16;
+    t.owned_bf16.resize(t.n * t.k);
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t d = 0; d < Dn; ++d) {
+        const uint16_t* src = kv_b.bf16 + (h * Dkv + d) * Rkv;
+        for (int64_t j = 0; j < Rkv; ++j) t.owned_bf16[(h * Rkv + j) * Dn + d] = src[j];
+      }
+    }
+    t.bf16 = t.owned_bf16.data();
+  } else {
+    t.dtype = DType::kF32;
+    t.owned_f32.resize(t.n * t.k);
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t d = 0; d < Dn; ++d) {
+        for (int64_t j = 0; j < Rkv; ++j) {
+          t.owned_f32[(h * Rkv + j) * Dn + d] = kv_b.at(h * Dkv + d, j);
+        }
+      }
+    }
+    t.f32 = t.owned_f32.data();
+  }
+  return t;
+}
+
 LinearWeight LinearWeight::Rows(int64_t first, int64_t count) const {
   MX_CHECK_LE(first + count, n);
   LinearWeight v;
@@ -157,6 +188,7 @@ class Loader {
     MX_ASSIGN_OR_RETURN(at.kv_a_proj_with_mqa, Matrix(a + "kv_a_proj_with_mqa.weight"));
     MX_ASSIGN_OR_RETURN(at.kv_a_layernorm, Vector(a + "kv_a_layernorm.weight"));
     MX_ASSIGN_OR_RETURN(at.kv_b_proj, Matrix(a + "kv_b_proj.weight"));
+    at.kv_b_uk_t = AbsorbedKeyWeight(at.kv_b_proj, c);
     MX_ASSIGN_OR_RETURN(at.o_proj, Matrix(a + "o_proj.weight"));
     l.has_indexer = c.is_full_indexer_layer(i);
     if (l.has_indexer) {

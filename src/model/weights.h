@@ -65,7 +65,14 @@ struct AttentionWeights {
   std::vector<float> kv_a_layernorm;  // [Rkv]
   LinearWeight kv_b_proj;             // [H·(Dn+Dv), Rkv], per head [k_nope | v]
   LinearWeight o_proj;                // [D, H·Dv]
+  // Derived at load for the absorbed (MQA) form: per head W_UKᵀ, the k_nope rows of kv_b_proj
+  // transposed, [H·Rkv, Dn] (bf16 when kv_b_proj is, else fp32), so q_lat = W_UKᵀ·q_nope is one
+  // GEMM per head over every query row.
+  LinearWeight kv_b_uk_t;
 };
+
+// kv_b_uk_t from kv_b_proj (see AttentionWeights).
+LinearWeight AbsorbedKeyWeight(const LinearWeight& kv_b_proj, const ModelConfig& c);
 
 struct IndexerWeights {
   LinearWeight wq_b;                 // [Hi·Di, Rq], per head [rope | nope]
