@@ -184,10 +184,15 @@ VerbRun SetupServe(CLI::App& app) {
   sub->add_option("--chunked-prefill-size", e.chunked_prefill_size)->capture_default_str();
   sub->add_option("--schedule-policy", e.schedule_policy, "fcfs|lpm")->capture_default_str();
   sub->add_flag("--disable-radix-cache", e.disable_radix_cache);
-  sub->add_option("--speculative-num-steps", e.speculative_num_steps, "MTP steps (0: off)")
+  sub->add_option("--speculative-algorithm", e.speculative_algorithm,
+                  "MTP (aliases EAGLE, NEXTN): speculative decoding with the model's MTP layer");
+  sub->add_option("--speculative-num-steps", e.speculative_num_steps,
+                  "draft steps (0 with an algorithm: 3)")
       ->capture_default_str();
-  sub->add_option("--speculative-eagle-topk", e.speculative_eagle_topk)->capture_default_str();
-  sub->add_option("--speculative-num-draft-tokens", e.speculative_num_draft_tokens)
+  sub->add_option("--speculative-eagle-topk", e.speculative_eagle_topk, "1 (a draft chain)")
+      ->capture_default_str();
+  sub->add_option("--speculative-num-draft-tokens", e.speculative_num_draft_tokens,
+                  "tokens per verify (0: num_steps + 1)")
       ->capture_default_str();
   return [a]() -> int { return RunServe(*a); };
 }

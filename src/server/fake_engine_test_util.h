@@ -81,6 +81,13 @@ class FakeEngine : public Engine {
     s.requests_aborted = shared_->aborted;
     s.requests_finished = shared_->finished;
     s.kv_pages_total = 100;
+    // As a speculative engine reports them: 10 verify steps, 2 draft positions.
+    s.spec_verify_steps = 10;
+    s.spec_drafts_proposed = 20;
+    s.spec_tokens_accepted = 12;
+    s.spec_proposed_at = {10, 10};
+    s.spec_accepted_at = {8, 4};
+    s.spec_accept_length_mean = 2.2;
     return s;
   }
   void FlushCache() override {

@@ -109,6 +109,23 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
             [](const MV& m) { return CacheHitRate(m.stats); });
   per_model("spec_accept_length", "gauge", "Mean speculative accept length (0: off).",
             [](const MV& m) { return m.stats.spec_accept_length_mean; });
+  per_model("spec_verify_steps_total", "counter", "Speculative verify steps (one per request).",
+            [](const MV& m) { return m.stats.spec_verify_steps; });
+  per_model("spec_draft_tokens_total", "counter", "MTP draft tokens proposed.",
+            [](const MV& m) { return m.stats.spec_drafts_proposed; });
+  per_model("spec_accepted_tokens_total", "counter", "MTP draft tokens accepted.",
+            [](const MV& m) { return m.stats.spec_tokens_accepted; });
+  head("spec_accept_rate", "gauge", "Acceptance of the i-th draft token (accepted / proposed).");
+  for (const auto& m : models) {
+    const EngineStats& st = m.stats;
+    for (size_t i = 0; i < st.spec_proposed_at.size(); ++i) {
+      const double rate = st.spec_proposed_at[i] > 0
+                              ? static_cast<double>(st.spec_accepted_at[i]) / st.spec_proposed_at[i]
+                              : 0.0;
+      out += fmt::format("mxserve:spec_accept_rate{{model=\"{}\",position=\"{}\"}} {}\n", m.name, i,
+                         rate);
+    }
+  }
   per_model("requests_finished_total", "counter", "Requests finished by the engine.",
             [](const MV& m) { return m.stats.requests_finished; });
   per_model("requests_aborted_total", "counter", "Requests aborted in the engine.",

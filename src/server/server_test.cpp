@@ -218,7 +218,13 @@ TEST(Server, NativeRoutes) {
         "mxserve:generation_tokens_total", "mxserve:cached_prompt_tokens_total",
         "mxserve:time_to_first_token_seconds_bucket", "mxserve:inter_token_latency_seconds_sum",
         "mxserve:e2e_request_latency_seconds_count", "mxserve:kv_pages_total",
-        "mxserve:cache_hit_rate", "mxserve:spec_accept_length", "mxserve:num_requests_waiting"}) {
+        "mxserve:cache_hit_rate", "mxserve:spec_accept_length", "mxserve:num_requests_waiting",
+        "mxserve:spec_accept_length{model=\"arith\"} 2.2",
+        "mxserve:spec_draft_tokens_total{model=\"arith\"} 20",
+        "mxserve:spec_accepted_tokens_total{model=\"arith\"} 12",
+        "mxserve:spec_verify_steps_total{model=\"arith\"} 10",
+        "mxserve:spec_accept_rate{model=\"arith\",position=\"0\"} 0.8",
+        "mxserve:spec_accept_rate{model=\"arith\",position=\"1\"} 0.4"}) {
     EXPECT_NE(metrics.find(name), std::string::npos) << name;
   }
 }
