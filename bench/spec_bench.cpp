@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "base/log.h"
 #include "base/thread_pool.h"
 #include "engine/engine.h"
 #include "kernels/kernels.h"
@@ -109,14 +110,19 @@ void PerCallCosts(const std::string& dir, int threads, int64_t ctx) {
   std::printf("|---:|---:|---:|---:|---:|\n");
   double one = 0;
   for (int64_t m : {1, 2, 4, 6}) {
+    // Distinct tokens and hidden states: MoE rows route to different experts, as in a verify.
+    std::vector<int32_t> ids(m);
+    std::vector<float> hidden(m * c.hidden_size);
+    for (int64_t i = 0; i < m; ++i) ids[i] = static_cast<int32_t>((i * 131 + 17) % c.vocab_size);
+    for (size_t i = 0; i < hidden.size(); ++i)
+      hidden[i] = static_cast<float>((i * 37) % 17) / 8 - 1;
     mx::ForwardBatch fb;
-    fb.seqs.push_back({seq, ctx, std::vector<int32_t>(m, 5), {}, true});
+    fb.seqs.push_back({seq, ctx, ids, {}, true});
     const double t = BestOf(200, [&] {
       if (!(*model)->Forward(fb, mx::ForwardOptions(), kv, kt, pool).ok()) std::exit(1);
     });
     mx::MtpBatch mb;
-    mb.seqs.push_back(
-        {seq, ctx, std::vector<int32_t>(m, 5), std::vector<float>(m * c.hidden_size, 0.5f), {}});
+    mb.seqs.push_back({seq, ctx, ids, hidden, {}});
     const double tm = BestOf(200, [&] {
       if (!(*model)->ForwardMtp(mb, kv, kt, pool).ok()) std::exit(1);
     });
@@ -152,6 +158,7 @@ int main(int argc, char** argv) {
     }
     a[s.substr(0, eq)] = s.substr(eq + 1);
   }
+  (void)mx::SetLogLevel("warn");
   const std::string dir = a["model"];
   auto tok = mx::tok::Tokenizer::FromFile(dir + "/tokenizer.json");
   auto tc = mx::LoadTokenizerChatConfig(dir);
