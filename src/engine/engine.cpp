@@ -356,6 +356,10 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
       kv_scales.empty()) {
     MX_LOG_WARN("kv_cache_dtype {}: the checkpoint has no KV scales; using 1.0 for every layer",
                 KvCacheDtypeName(dtype));
+  } else if (dtype == KvCacheDtype::kFp8E4M3Fn || dtype == KvCacheDtype::kFp8E4M3Fnuz) {
+    MX_LOG_INFO("kv_cache_dtype {}: per-layer KV scales from the checkpoint, {} to {}",
+                KvCacheDtypeName(dtype), *std::min_element(kv_scales.begin(), kv_scales.end()),
+                *std::max_element(kv_scales.begin(), kv_scales.end()));
   }
   const int64_t bpt = PagedKvStore::BytesPerToken(c, dtype);
   int64_t tokens = o.max_total_tokens;
@@ -411,8 +415,9 @@ Result<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& o) {
     MX_ASSIGN_OR_RETURN(tok::Tokenizer t, tok::Tokenizer::FromFile(tok_path));
     tokenizer.emplace(std::move(t));
   }
+  std::vector<float> kv_scales = model->kv_scales();
   return CreateEngineWithRunner(o, MakeModelRunner(std::move(model), *kt, o.threads),
-                                std::move(tokenizer), std::move(eos));
+                                std::move(tokenizer), std::move(eos), std::move(kv_scales));
 }
 
 }  // namespace mx

@@ -7,12 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <filesystem>
 #include <limits>
 #include <random>
 
 #include "base/thread_pool.h"
 #include "engine/engine_factory.h"
 #include "engine/engine_test_util.h"
+#include "io/safetensors_writer.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -154,6 +157,39 @@ std::pair<double, double> FirstTokenLogprobs(Engine& ref, Engine& other,
     if (t.token == a.tokens[0]) lb = t.logprob;
   }
   return {a.logprobs[0].logprob, lb};
+}
+
+// KV scales in the checkpoint reach the fp8 KV store: at 1e-6 every cached value saturates
+// (fp8 max 448 → ±4.5e-4) and the greedy tokens change; bf16 KV ignores them.
+TEST(Engine, KvScalesFromTheCheckpoint) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(testing::TempDir()) / "engine_kv_scales";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "generation_config.json"}) {
+    fs::copy_file(fs::path(kTiny) / f, dir / f);
+  }
+  // Two files without an index (model.safetensors alone would hide the second).
+  fs::copy_file(fs::path(kTiny) / "model.safetensors", dir / "model-1.safetensors");
+  SafetensorsWriter w;
+  const float scale = 1e-6f;
+  std::vector<uint8_t> bytes(4);
+  std::memcpy(bytes.data(), &scale, 4);
+  for (int64_t l = 0; l <= TinyTestConfig().num_hidden_layers; ++l) {
+    ASSERT_TRUE(
+        w.Add(fmt::format("model.layers.{}.self_attn.k_scale", l), DType::kF32, {}, bytes).ok());
+  }
+  ASSERT_TRUE(w.WriteFile((dir / "model-2.safetensors").string()).ok());
+  std::mt19937 rng(9);
+  const GenerationRequest req = Greedy(RandomPrompt(rng, 12), 12);
+  auto run = [&](const std::string& model, const std::string& kv) {
+    EngineOptions o = TinyOptions();
+    o.model_dir = model;
+    o.kv_cache_dtype = kv;
+    return RunOne(*Make(o), req).tokens;
+  };
+  EXPECT_EQ(run(dir.string(), "bf16"), run(kTiny, "bf16"));
+  EXPECT_NE(run(dir.string(), "fp8_e4m3"), run(kTiny, "fp8_e4m3"));
 }
 
 TEST(Engine, Fp8KvStaysCloseToBf16) {

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "model/kv_scales.h"
+
 namespace mx {
 
 const char* WeightFormatName(WeightFormat f) {
@@ -108,6 +110,10 @@ CheckpointReport CheckCheckpoint(const ModelConfig& config, const std::vector<Te
   static const std::regex kIndexer(R"(model\.layers\.(\d+)\.self_attn\.indexer\..*)");
   for (const TensorView* v : ckpt.tensors()) {
     if (consumed.count(v->name)) continue;
+    if (IsKvScaleTensor(v->name, config)) {
+      r.kv_scales.push_back(v->name);
+      continue;
+    }
     std::smatch sm;
     if (config.has_indexer && std::regex_match(v->name, sm, kIndexer)) {
       const int64_t layer = std::stoll(sm[1].str());

@@ -28,6 +28,7 @@ struct CheckpointReport {
   std::vector<std::string> mismatched;  // "name: expected BF16 [a, b], found U8 [a, c]"
   std::vector<std::string> unexpected;  // in the file, not expected, not a scale
   std::vector<std::string> ignored;     // indexer weights on IndexShare "shared" layers
+  std::vector<std::string> kv_scales;   // FP8 KV-cache scales (model/kv_scales.h)
   bool ok() const { return missing.empty() && mismatched.empty() && unexpected.empty(); }
   // One message listing every problem (for the loader's error and `inspect`).
   std::string ProblemSummary(size_t max_per_kind = 50) const;

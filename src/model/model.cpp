@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/log.h"
 #include "model/indexer.h"
+#include "model/kv_scales.h"
 #include "model/layer_context.h"
 #include "model/mla.h"
 #include "model/moe.h"
@@ -24,6 +26,11 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir,
   auto w = LoadModelWeights(m->config_, m->ckpt_);
   if (!w.ok()) return w.status().WithContext(dir);
   m->weights_ = std::move(w).value();
+  std::string warning;
+  auto scales = LoadKvScales(m->ckpt_, m->config_, &warning);
+  if (!scales.ok()) return scales.status().WithContext(dir);
+  if (!warning.empty()) MX_LOG_WARN("{}: {}", dir, warning);
+  m->kv_scales_ = std::move(scales).value();
   return m;
 }
 

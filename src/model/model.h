@@ -36,6 +36,9 @@ class Model {
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
+  // FP8 KV-cache scales from the checkpoint, one per layer incl. MTP (model/kv_scales.h), or
+  // empty when it has none.
+  const std::vector<float>& kv_scales() const { return kv_scales_; }
 
   // Runs the batch: writes each sequence's KV rows at positions start_pos.. and reads rows
   // 0..p. REQUIRES: positions < start_pos of each sequence were written by earlier calls.
@@ -65,6 +68,7 @@ class Model {
   ModelConfig config_;
   Checkpoint ckpt_;
   ModelWeights weights_;  // views into ckpt_
+  std::vector<float> kv_scales_;
 };
 
 }  // namespace mx
