@@ -67,14 +67,14 @@ constexpr int64_t kMinRowsPerWorker = 16;
 
 template <typename W, typename Fn>
 void ThreadedGemm(Fn fn, ThreadPool& pool, const float* x, int64_t m, int64_t k, const W* w,
-                  int64_t n, float* y) {
+                  int64_t n, float* y, GemmTiling t) {
   std::fill(y, y + m * n, std::numeric_limits<float>::quiet_NaN());
   if (pool.size() <= 1 || n < 2 * kMinRowsPerWorker || m * n * k < (1 << 16)) {
-    fn(x, k, w, k, y, n, m, n, k);
+    fn(x, k, w, k, y, n, m, n, k, t);
     return;
   }
   pool.parallel_for(0, n, [&](int64_t lo, int64_t hi, int) {
-    fn(x, k, w + lo * k, k, y + lo, n, m, hi - lo, k);
+    fn(x, k, w + lo * k, k, y + lo, n, m, hi - lo, k, t);
   });
 }
 
@@ -114,13 +114,13 @@ const KernelTable& SelectKernels() {
 }
 
 void GemmBf16(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m, int64_t k,
-              const uint16_t* w, int64_t n, float* y) {
-  ThreadedGemm(kt.gemm_bf16, pool, x, m, k, w, n, y);
+              const uint16_t* w, int64_t n, float* y, GemmTiling t) {
+  ThreadedGemm(kt.gemm_bf16, pool, x, m, k, w, n, y, t);
 }
 
 void GemmF32(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m, int64_t k,
-             const float* w, int64_t n, float* y) {
-  ThreadedGemm(kt.gemm_f32, pool, x, m, k, w, n, y);
+             const float* w, int64_t n, float* y, GemmTiling t) {
+  ThreadedGemm(kt.gemm_f32, pool, x, m, k, w, n, y, t);
 }
 
 }  // namespace mx

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "base/thread_pool.h"
+#include "kernels/gemm_tiling.h"
 #include "kernels/mxfp4.h"
 
 namespace mx {
@@ -22,12 +23,13 @@ struct KernelTable {
   KernelLevel level = KernelLevel::kRef;
 
   // y[M, N] = x[M, K] · W[N, K]ᵀ, W bf16. ldx / ldw / ldy are row strides in elements.
-  // REQUIRES: y does not alias x or W. Every y element in [M, N] is written.
+  // `t` is the loop order (gemm_tiling.h; {} = the level's default).
+  // REQUIRES: y does not alias x or W; ValidRowTile(t.mr). Every y element in [M, N] is written.
   void (*gemm_bf16)(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y,
-                    int64_t ldy, int64_t m, int64_t n, int64_t k);
+                    int64_t ldy, int64_t m, int64_t n, int64_t k, GemmTiling t);
   // Same with an fp32 W (f32 checkpoints; attention scores against cached keys).
   void (*gemm_f32)(const float* x, int64_t ldx, const float* w, int64_t ldw, float* y, int64_t ldy,
-                   int64_t m, int64_t n, int64_t k);
+                   int64_t m, int64_t n, int64_t k, GemmTiling t);
   // y[n] = w[n] ⊙ x[n] / sqrt(mean(x²) + eps), computed in fp32. y may alias x.
   void (*rms_norm)(const float* x, const float* w, float eps, int64_t n, float* y);
   // In place: x[n] = softmax(x); -inf entries become 0. REQUIRES: at least one finite entry.
@@ -53,8 +55,8 @@ const KernelTable& SelectKernels();
 // Threaded GEMM wrappers: split N over the pool (each worker gets a contiguous block of W rows).
 // Poison y with NaN first, so a kernel that skips an element is caught by the finite checks.
 void GemmBf16(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m, int64_t k,
-              const uint16_t* w, int64_t n, float* y);
+              const uint16_t* w, int64_t n, float* y, GemmTiling t = {});
 void GemmF32(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m, int64_t k,
-             const float* w, int64_t n, float* y);
+             const float* w, int64_t n, float* y, GemmTiling t = {});
 
 }  // namespace mx

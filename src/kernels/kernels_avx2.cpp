@@ -4,6 +4,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/kernels_ref.h"
@@ -65,38 +66,47 @@ inline void MicroKernel(const float* x, int64_t ldx, const W* w, int64_t ldw, fl
   }
 }
 
-// Rows in blocks of 4 (4×2 tiles), the remaining rows one at a time (1×8 tiles); columns left
-// over from the tile width one at a time.
+// One column block: rows in tiles of MR (MR×NR micro-tiles, the leftover columns MR×1), the
+// rows left over from MR one at a time (1×8 tiles).
+template <int MR, int NR, typename W>
+void RowTile(const float* x, int64_t ldx, const W* w, int64_t ldw, float* y, int64_t ldy, int64_t n,
+             int64_t k) {
+  int64_t j = 0;
+  for (; j + NR <= n; j += NR) MicroKernel<MR, NR>(x, ldx, w + j * ldw, ldw, y + j, ldy, k);
+  for (; j < n; ++j) MicroKernel<MR, 1>(x, ldx, w + j * ldw, ldw, y + j, ldy, k);
+}
+
+template <typename W>
+void GemmBlock(const float* x, int64_t ldx, const W* w, int64_t ldw, float* y, int64_t ldy,
+               int64_t m, int64_t n, int64_t k, int mr) {
+  int64_t i = 0;
+  if (mr == 4) {
+    for (; i + 4 <= m; i += 4) RowTile<4, 2>(x + i * ldx, ldx, w, ldw, y + i * ldy, ldy, n, k);
+  } else if (mr == 2) {
+    for (; i + 2 <= m; i += 2) RowTile<2, 4>(x + i * ldx, ldx, w, ldw, y + i * ldy, ldy, n, k);
+  }
+  for (; i < m; ++i) RowTile<1, 8>(x + i * ldx, ldx, w, ldw, y + i * ldy, ldy, n, k);
+}
+
+// Default tiling {mr 4, one block}: 4×2 tiles over all of W, then the leftover rows 1×8.
 template <typename W>
 void Gemm(const float* x, int64_t ldx, const W* w, int64_t ldw, float* y, int64_t ldy, int64_t m,
-          int64_t n, int64_t k) {
-  int64_t i = 0;
-  for (; i + 4 <= m; i += 4) {
-    int64_t j = 0;
-    for (; j + 2 <= n; j += 2) {
-      MicroKernel<4, 2>(x + i * ldx, ldx, w + j * ldw, ldw, y + i * ldy + j, ldy, k);
-    }
-    for (; j < n; ++j)
-      MicroKernel<4, 1>(x + i * ldx, ldx, w + j * ldw, ldw, y + i * ldy + j, ldy, k);
-  }
-  for (; i < m; ++i) {
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-      MicroKernel<1, 8>(x + i * ldx, ldx, w + j * ldw, ldw, y + i * ldy + j, ldy, k);
-    }
-    for (; j < n; ++j)
-      MicroKernel<1, 1>(x + i * ldx, ldx, w + j * ldw, ldw, y + i * ldy + j, ldy, k);
+          int64_t n, int64_t k, GemmTiling t) {
+  const int mr = t.mr == 0 ? 4 : t.mr;
+  const int64_t nb = t.nb > 0 ? t.nb : n;
+  for (int64_t j0 = 0; j0 < n; j0 += nb) {
+    GemmBlock(x, ldx, w + j0 * ldw, ldw, y + j0, ldy, m, std::min(nb, n - j0), k, mr);
   }
 }
 
 void GemmBf16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
-              int64_t m, int64_t n, int64_t k) {
-  Gemm(x, ldx, w, ldw, y, ldy, m, n, k);
+              int64_t m, int64_t n, int64_t k, GemmTiling t) {
+  Gemm(x, ldx, w, ldw, y, ldy, m, n, k, t);
 }
 
 void GemmF32(const float* x, int64_t ldx, const float* w, int64_t ldw, float* y, int64_t ldy,
-             int64_t m, int64_t n, int64_t k) {
-  Gemm(x, ldx, w, ldw, y, ldy, m, n, k);
+             int64_t m, int64_t n, int64_t k, GemmTiling t) {
+  Gemm(x, ldx, w, ldw, y, ldy, m, n, k, t);
 }
 
 void RmsNorm(const float* x, const float* w, float eps, int64_t n, float* y) {

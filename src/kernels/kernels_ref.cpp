@@ -12,7 +12,7 @@
 namespace mx::ref {
 
 void GemmBf16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
-              int64_t m, int64_t n, int64_t k) {
+              int64_t m, int64_t n, int64_t k, GemmTiling /*t: loop order only*/) {
   for (int64_t i = 0; i < m; ++i) {
     const float* xi = x + i * ldx;
     for (int64_t j = 0; j < n; ++j) {
@@ -25,7 +25,7 @@ void GemmBf16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float
 }
 
 void GemmF32(const float* x, int64_t ldx, const float* w, int64_t ldw, float* y, int64_t ldy,
-             int64_t m, int64_t n, int64_t k) {
+             int64_t m, int64_t n, int64_t k, GemmTiling /*t: loop order only*/) {
   for (int64_t i = 0; i < m; ++i) {
     const float* xi = x + i * ldx;
     for (int64_t j = 0; j < n; ++j) {

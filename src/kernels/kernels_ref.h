@@ -4,12 +4,14 @@
 
 #include <cstdint>
 
+#include "kernels/gemm_tiling.h"
+
 namespace mx::ref {
 
 void GemmBf16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
-              int64_t m, int64_t n, int64_t k);
+              int64_t m, int64_t n, int64_t k, GemmTiling t);
 void GemmF32(const float* x, int64_t ldx, const float* w, int64_t ldw, float* y, int64_t ldy,
-             int64_t m, int64_t n, int64_t k);
+             int64_t m, int64_t n, int64_t k, GemmTiling t);
 void RmsNorm(const float* x, const float* w, float eps, int64_t n, float* y);
 void Softmax(float* x, int64_t n);
 void Rope(float* x, int64_t d, const float* cos, const float* sin, bool interleave);

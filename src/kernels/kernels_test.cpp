@@ -50,8 +50,8 @@ TEST(Kernels, GemmMatchesFloat64) {
       std::vector<uint16_t> wb(n * k);
       for (size_t i = 0; i < wb.size(); ++i) wb[i] = F32ToBf16(wf[i]);
       std::vector<float> yb(m * n, NAN), yf(m * n, NAN);
-      kt->gemm_bf16(x.data(), k, wb.data(), k, yb.data(), n, m, n, k);
-      kt->gemm_f32(x.data(), k, wf.data(), k, yf.data(), n, m, n, k);
+      kt->gemm_bf16(x.data(), k, wb.data(), k, yb.data(), n, m, n, k, {});
+      kt->gemm_f32(x.data(), k, wf.data(), k, yf.data(), n, m, n, k, {});
       double eb = 0, ef = 0;
       for (int i = 0; i < m; ++i) {
         for (int j = 0; j < n; ++j) {
@@ -79,20 +79,47 @@ TEST(Kernels, FastLevelsMatchRef) {
   std::vector<uint16_t> wb(n * k);
   for (size_t i = 0; i < wb.size(); ++i) wb[i] = F32ToBf16(wf[i]);
   std::vector<float> rb(m * n), rf(m * n), rn(k);
-  ref.gemm_bf16(x.data(), k, wb.data(), k, rb.data(), n, m, n, k);
-  ref.gemm_f32(x.data(), k, wf.data(), k, rf.data(), n, m, n, k);
+  ref.gemm_bf16(x.data(), k, wb.data(), k, rb.data(), n, m, n, k, {});
+  ref.gemm_f32(x.data(), k, wf.data(), k, rf.data(), n, m, n, k, {});
   ref.rms_norm(x.data(), wf.data(), 1e-5f, k, rn.data());
   for (const KernelTable* kt : Levels()) {
     if (kt == &ref) continue;
     std::vector<float> yb(m * n, NAN), yf(m * n, NAN), yn(k, NAN);
-    kt->gemm_bf16(x.data(), k, wb.data(), k, yb.data(), n, m, n, k);
-    kt->gemm_f32(x.data(), k, wf.data(), k, yf.data(), n, m, n, k);
+    kt->gemm_bf16(x.data(), k, wb.data(), k, yb.data(), n, m, n, k, {});
+    kt->gemm_f32(x.data(), k, wf.data(), k, yf.data(), n, m, n, k, {});
     kt->rms_norm(x.data(), wf.data(), 1e-5f, k, yn.data());
     for (int i = 0; i < m * n; ++i) {
       ASSERT_NEAR(yb[i], rb[i], kGemmTol) << KernelLevelName(kt->level);
       ASSERT_NEAR(yf[i], rf[i], kGemmTol) << KernelLevelName(kt->level);
     }
     for (int i = 0; i < k; ++i) ASSERT_NEAR(yn[i], rn[i], kNormTol) << KernelLevelName(kt->level);
+  }
+}
+
+// Every tiling (gemm_tiling.h) only reorders the loops: each output keeps its accumulator and
+// summation order, so the results are bit-identical to the default tiling at every shape,
+// including row and column counts that leave partial tiles and blocks.
+TEST(Kernels, GemmTilingsAreBitIdenticalToDefault) {
+  for (const KernelTable* kt : Levels()) {
+    for (auto [m, n, k] : {std::tuple{1, 9, 40}, {3, 17, 64}, {6, 33, 100}, {9, 130, 257}}) {
+      auto x = Randn(m * k, 21 + m);
+      auto wf = Randn(n * k, 22 + n);
+      std::vector<uint16_t> wb(n * k);
+      for (size_t i = 0; i < wb.size(); ++i) wb[i] = F32ToBf16(wf[i]);
+      std::vector<float> db(m * n, NAN), df(m * n, NAN);
+      kt->gemm_bf16(x.data(), k, wb.data(), k, db.data(), n, m, n, k, {});
+      kt->gemm_f32(x.data(), k, wf.data(), k, df.data(), n, m, n, k, {});
+      for (int mr : {1, 2, 4}) {
+        for (int nb : {0, 1, 5, 16}) {
+          const GemmTiling t{.mr = mr, .nb = nb};
+          std::vector<float> yb(m * n, NAN), yf(m * n, NAN);
+          kt->gemm_bf16(x.data(), k, wb.data(), k, yb.data(), n, m, n, k, t);
+          kt->gemm_f32(x.data(), k, wf.data(), k, yf.data(), n, m, n, k, t);
+          EXPECT_EQ(yb, db) << KernelLevelName(kt->level) << " mr=" << mr << " nb=" << nb;
+          EXPECT_EQ(yf, df) << KernelLevelName(kt->level) << " mr=" << mr << " nb=" << nb;
+        }
+      }
+    }
   }
 }
 

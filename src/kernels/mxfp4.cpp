@@ -39,7 +39,7 @@ void QuantizeRowQ8(const float* x, int64_t k, BlockQ8* out) {
 namespace ref {
 
 void GemmMxfp4(const BlockQ8* x, int64_t m, const uint8_t* wq, const uint8_t* we, float* y,
-               int64_t ldy, int64_t n, int64_t k) {
+               int64_t ldy, int64_t n, int64_t k, GemmTiling /*t: loop order only*/) {
   static constexpr int8_t kLut[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
   const int64_t nb = k / 32;
   for (int64_t j = 0; j < n; ++j) {
@@ -64,7 +64,7 @@ void GemmMxfp4(const BlockQ8* x, int64_t m, const uint8_t* wq, const uint8_t* we
 }  // namespace ref
 
 void GemmMxfp4(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m, int64_t k,
-               const uint8_t* wq, const uint8_t* we, int64_t n, float* y) {
+               const uint8_t* wq, const uint8_t* we, int64_t n, float* y, GemmTiling t) {
   MX_CHECK_EQ(k % 32, 0);
   std::fill(y, y + m * n, std::numeric_limits<float>::quiet_NaN());
   const int64_t nb = k / 32;
@@ -73,11 +73,11 @@ void GemmMxfp4(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t 
   const GemmMxfp4Fn fn = kt.gemm_mxfp4 != nullptr ? kt.gemm_mxfp4 : ref::GemmMxfp4;
   constexpr int64_t kMinRowsPerWorker = 16;
   if (pool.size() <= 1 || n < 2 * kMinRowsPerWorker || m * n * k < (1 << 16)) {
-    fn(xq.data(), m, wq, we, y, n, n, k);
+    fn(xq.data(), m, wq, we, y, n, n, k, t);
     return;
   }
   pool.parallel_for(0, n, [&](int64_t lo, int64_t hi, int) {
-    fn(xq.data(), m, wq + lo * (k / 2), we + lo * nb, y + lo, n, hi - lo, k);
+    fn(xq.data(), m, wq + lo * (k / 2), we + lo * nb, y + lo, n, hi - lo, k, t);
   });
 }
 

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "base/thread_pool.h"
+#include "kernels/gemm_tiling.h"
 
 namespace mx {
 
@@ -36,26 +37,29 @@ void QuantizeRowQ8(const float* x, int64_t k, BlockQ8* out);
 float E8M0Half(uint8_t e);
 
 // Kernel signature (KernelTable::gemm_mxfp4): y[i·ldy + j] = Σ_k x_i[k] · W[j, k] for i < m,
-// j < n; x is m rows of k/32 blocks; W rows are wq + j·k/2, we + j·k/32.
+// j < n; x is m rows of k/32 blocks; W rows are wq + j·k/2, we + j·k/32. `t` (gemm_tiling.h):
+// t.mr activation rows share each decoded weight block (default 1); t.nb W rows per cache
+// block. Every tiling gives bit-identical results (each output keeps its own accumulator and
+// block order). REQUIRES: ValidRowTile(t.mr).
 using GemmMxfp4Fn = void (*)(const BlockQ8* x, int64_t m, const uint8_t* wq, const uint8_t* we,
-                             float* y, int64_t ldy, int64_t n, int64_t k);
+                             float* y, int64_t ldy, int64_t n, int64_t k, GemmTiling t);
 
 namespace ref {
 void GemmMxfp4(const BlockQ8* x, int64_t m, const uint8_t* wq, const uint8_t* we, float* y,
-               int64_t ldy, int64_t n, int64_t k);
+               int64_t ldy, int64_t n, int64_t k, GemmTiling t);
 }  // namespace ref
 namespace avx2 {
 void GemmMxfp4(const BlockQ8* x, int64_t m, const uint8_t* wq, const uint8_t* we, float* y,
-               int64_t ldy, int64_t n, int64_t k);
+               int64_t ldy, int64_t n, int64_t k, GemmTiling t);
 }  // namespace avx2
 namespace avx512 {
 void GemmMxfp4(const BlockQ8* x, int64_t m, const uint8_t* wq, const uint8_t* we, float* y,
-               int64_t ldy, int64_t n, int64_t k);
+               int64_t ldy, int64_t n, int64_t k, GemmTiling t);
 }  // namespace avx512
 
 // Threaded wrapper: quantizes x [m, k] (fp32) to Q8 once, then splits N over the pool.
 // y [m, n] is poisoned with NaN first.
 void GemmMxfp4(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m, int64_t k,
-               const uint8_t* wq, const uint8_t* we, int64_t n, float* y);
+               const uint8_t* wq, const uint8_t* we, int64_t n, float* y, GemmTiling t = {});
 
 }  // namespace mx

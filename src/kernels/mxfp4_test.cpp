@@ -68,13 +68,13 @@ TEST(Mxfp4Gemm, LevelsMatchRef) {
     for (int64_t i = 0; i < c.m; ++i)
       QuantizeRowQ8(d.x.data() + i * c.k, c.k, xq.data() + i * c.k / 32);
     std::vector<float> yr(c.m * c.n, NAN);
-    ref::GemmMxfp4(xq.data(), c.m, d.wq.data(), d.we.data(), yr.data(), c.n, c.n, c.k);
+    ref::GemmMxfp4(xq.data(), c.m, d.wq.data(), d.we.data(), yr.data(), c.n, c.n, c.k, {});
     for (KernelLevel l : {KernelLevel::kAvx2, KernelLevel::kAvx512}) {
       const KernelTable* kt = GetKernelTable(l);
       if (kt == nullptr) continue;
       ASSERT_NE(kt->gemm_mxfp4, nullptr);
       std::vector<float> y(c.m * c.n, NAN);
-      kt->gemm_mxfp4(xq.data(), c.m, d.wq.data(), d.we.data(), y.data(), c.n, c.n, c.k);
+      kt->gemm_mxfp4(xq.data(), c.m, d.wq.data(), d.we.data(), y.data(), c.n, c.n, c.k, {});
       for (int64_t i = 0; i < c.m; ++i) {
         for (int64_t j = 0; j < c.n; ++j) {
           double mag = 0;
@@ -95,7 +95,7 @@ TEST(Mxfp4Gemm, RefMatchesDequantizedFloat64) {
     for (int64_t i = 0; i < c.m; ++i)
       QuantizeRowQ8(d.x.data() + i * c.k, c.k, xq.data() + i * c.k / 32);
     std::vector<float> y(c.m * c.n, NAN);
-    ref::GemmMxfp4(xq.data(), c.m, d.wq.data(), d.we.data(), y.data(), c.n, c.n, c.k);
+    ref::GemmMxfp4(xq.data(), c.m, d.wq.data(), d.we.data(), y.data(), c.n, c.n, c.k, {});
     for (int64_t i = 0; i < c.m; ++i) {
       for (int64_t j = 0; j < c.n; ++j) {
         double exact = 0, budget = 0;
@@ -106,6 +106,32 @@ TEST(Mxfp4Gemm, RefMatchesDequantizedFloat64) {
         }
         ASSERT_LE(std::fabs(y[i * c.n + j] - exact), kQ8Tol * std::sqrt(budget) + 1e-30)
             << "m=" << c.m << " n=" << c.n << " k=" << c.k;
+      }
+    }
+  }
+}
+
+// Row tiles and column blocks (gemm_tiling.h) reorder loops only: bit-identical to the default.
+TEST(Mxfp4Gemm, TilingsAreBitIdenticalToDefault) {
+  for (const Case& c : Cases()) {
+    const Data d = Make(c, static_cast<uint32_t>(3 * c.m + c.n + c.k));
+    std::vector<BlockQ8> xq(c.m * c.k / 32);
+    for (int64_t i = 0; i < c.m; ++i)
+      QuantizeRowQ8(d.x.data() + i * c.k, c.k, xq.data() + i * c.k / 32);
+    for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
+      const KernelTable* kt = GetKernelTable(l);
+      if (kt == nullptr) continue;
+      const GemmMxfp4Fn fn = kt->gemm_mxfp4 != nullptr ? kt->gemm_mxfp4 : ref::GemmMxfp4;
+      std::vector<float> y0(c.m * c.n, NAN);
+      fn(xq.data(), c.m, d.wq.data(), d.we.data(), y0.data(), c.n, c.n, c.k, {});
+      for (int mr : {1, 2, 4}) {
+        for (int nb : {0, 1, 6, 32}) {
+          std::vector<float> y(c.m * c.n, NAN);
+          fn(xq.data(), c.m, d.wq.data(), d.we.data(), y.data(), c.n, c.n, c.k,
+             GemmTiling{.mr = mr, .nb = nb});
+          ASSERT_EQ(y, y0) << KernelLevelName(l) << " m=" << c.m << " n=" << c.n << " k=" << c.k
+                           << " mr=" << mr << " nb=" << nb;
+        }
       }
     }
   }

@@ -30,6 +30,8 @@ struct ForwardBatch {
   int64_t num_rows() const;
 };
 
+struct MoeTuning;  // model/moe_tuning.h
+
 enum class LogitsMode { kNone, kLast, kAll };  // kLast: the last row of every sequence
 // How MLA attends (glm-moe-dsa.md §3.4 / §3.5). kAuto: absorbed for a sequence with few new
 // tokens (decode, speculative verify; fewer than half the cost crossover, mla.cpp), expanded
@@ -43,6 +45,8 @@ struct ForwardOptions {
   bool want_hidden_states = false;  // per-layer residual stream
   bool want_topk = false;           // indexer top-k sets per layer
   bool want_router = false;         // MoE expert choices per layer
+  // The MoE kernel configs to run with (not owned; null = the untuned default).
+  const MoeTuning* moe_tuning = nullptr;
 };
 
 // Routed experts of each row (ascending) and their gate weights (after norm_topk_prob and

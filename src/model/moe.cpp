@@ -8,17 +8,27 @@
 #include <vector>
 
 #include "base/check.h"
+#include "kernels/mxfp4.h"
 
 namespace mx {
 
 void SwiGluMlp(const KernelTable& kt, ThreadPool& pool, const MlpWeights& w, const float* m,
-               int64_t rows, float* out) {
+               int64_t rows, float* out, GemmTiling t) {
   const int64_t F = w.gate_proj.n;
   std::vector<float> g(rows * F), u(rows * F);  // [rows, F]
-  Linear(kt, pool, m, rows, w.gate_proj, g.data());
-  Linear(kt, pool, m, rows, w.up_proj, u.data());
+  Linear(kt, pool, m, rows, w.gate_proj, g.data(), t);
+  Linear(kt, pool, m, rows, w.up_proj, u.data(), t);
   kt.swiglu(g.data(), u.data(), rows * F, g.data());
-  Linear(kt, pool, g.data(), rows, w.down_proj, out);
+  Linear(kt, pool, g.data(), rows, w.down_proj, out, t);
+}
+
+std::string MoeExpertDtype(const ModelWeights& w) {
+  for (const LayerWeights& l : w.layers) {
+    if (!l.is_moe || l.moe.experts.empty()) continue;
+    const LinearWeight& g = l.moe.experts[0].gate_proj;
+    return g.is_mxfp4() ? "mxfp4" : g.dtype == DType::kBF16 ? "bf16" : "f32";
+  }
+  return "";
 }
 
 namespace {
@@ -75,39 +85,22 @@ Route RouteRow(const LayerContext& ctx, const MoeWeights& w, const float* logits
 void MoeBlock(const LayerContext& ctx, const MoeWeights& w, const float* m, float* out,
               RouterChoice* trace) {
   const ModelConfig& c = ctx.c;
-  const int64_t T = ctx.rows(), D = c.hidden_size, E = c.n_routed_experts,
-                k = c.num_experts_per_tok;
+  const int64_t T = ctx.rows(), E = c.n_routed_experts, k = c.num_experts_per_tok;
   std::vector<float> logits(T * E);  // [T, E] fp32 router logits
   Linear(ctx.kt, ctx.pool, m, T, w.gate, logits.data());
   std::vector<Route> routes(T);
-  // Tokens grouped by expert: (row, weight) pairs per expert.
-  std::vector<std::vector<std::pair<int64_t, float>>> by_expert(E);
+  std::vector<ExpertRows> by_expert(E);
   for (int64_t r = 0; r < T; ++r) {
     routes[r] = RouteRow(ctx, w, logits.data() + r * E);
-    for (int64_t i = 0; i < k; ++i)
-      by_expert[routes[r].experts[i]].push_back({r, routes[r].weights[i]});
-  }
-  std::fill(out, out + T * D, 0.0f);
-  std::vector<float> xin, y;
-  for (int64_t e = 0; e < E; ++e) {
-    const auto& rows = by_expert[e];
-    if (rows.empty()) continue;
-    const int64_t n = static_cast<int64_t>(rows.size());
-    xin.resize(n * D);
-    y.resize(n * D);
-    for (int64_t i = 0; i < n; ++i)
-      std::copy(m + rows[i].first * D, m + (rows[i].first + 1) * D, xin.data() + i * D);
-    SwiGluMlp(ctx.kt, ctx.pool, w.experts[e], xin.data(), n, y.data());
-    for (int64_t i = 0; i < n; ++i) {
-      float* o = out + rows[i].first * D;
-      for (int64_t d = 0; d < D; ++d) o[d] += y[i * D + d] * rows[i].second;
+    for (int64_t i = 0; i < k; ++i) {
+      ExpertRows& er = by_expert[routes[r].experts[i]];
+      er.rows.push_back(r);
+      er.weights.push_back(routes[r].weights[i]);
     }
   }
-  if (w.has_shared) {
-    y.resize(T * D);
-    SwiGluMlp(ctx.kt, ctx.pool, w.shared_experts, m, T, y.data());
-    for (int64_t i = 0; i < T * D; ++i) out[i] += y[i];
-  }
+  const MoeKernelConfig cfg =
+      ctx.opts.moe_tuning != nullptr ? ctx.opts.moe_tuning->For(T) : DefaultMoeConfig();
+  MoeExperts(ctx.kt, ctx.pool, w, m, T, by_expert, cfg, out);
   if (trace != nullptr) {
     trace->experts.resize(T * k);
     trace->weights.resize(T * k);

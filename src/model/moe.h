@@ -7,20 +7,41 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "model/forward_batch.h"
 #include "model/layer_context.h"
+#include "model/moe_tuning.h"
 #include "model/weights.h"
 
 namespace mx {
 
 // out[T, D] = down · (SiLU(gate · m) ⊙ (up · m)).
 void SwiGluMlp(const KernelTable& kt, ThreadPool& pool, const MlpWeights& w, const float* m,
-               int64_t rows, float* out);
+               int64_t rows, float* out, GemmTiling t = {});
 
 // m [T, D] → out [T, D]. `trace`, when not null, receives each row's experts (ascending) and
-// weights, [T, k].
+// weights, [T, k]. The expert part runs with ctx.opts.moe_tuning's config for T rows (the
+// default without one).
 void MoeBlock(const LayerContext& ctx, const MoeWeights& w, const float* m, float* out,
               RouterChoice* trace);
+
+// The rows routed to one expert (ascending) and their gate weights.
+struct ExpertRows {
+  std::vector<int64_t> rows;
+  std::vector<float> weights;
+};
+
+// The expert half of the MoE block: out[T, D] = Σ_e Σ_{r ∈ by_expert[e]} weight · expert_e(m[r])
+// + shared(m), run as `cfg` says. Every config adds the same products in the same order
+// (experts ascending, then the shared expert), so configs differ only by the kernels' tiling,
+// which is bit-identical (gemm_tiling.h). by_expert: [E]. REQUIRES: ValidRowTile(cfg.tiling.mr).
+void MoeExperts(const KernelTable& kt, ThreadPool& pool, const MoeWeights& w, const float* m,
+                int64_t T, const std::vector<ExpertRows>& by_expert, const MoeKernelConfig& cfg,
+                float* out);
+
+// "bf16", "mxfp4" or "f32": the routed experts' weight format; "" for a model without MoE layers.
+std::string MoeExpertDtype(const ModelWeights& w);
 
 }  // namespace mx

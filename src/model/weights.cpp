@@ -74,14 +74,14 @@ LinearWeight LinearWeight::Rows(int64_t first, int64_t count) const {
 }
 
 void Linear(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
-            const LinearWeight& w, float* y) {
+            const LinearWeight& w, float* y, GemmTiling t) {
   MX_CHECK(!w.empty());
   if (w.dtype == DType::kBF16) {
-    GemmBf16(kt, pool, x, m, w.k, w.bf16, w.n, y);
+    GemmBf16(kt, pool, x, m, w.k, w.bf16, w.n, y, t);
   } else if (w.dtype == DType::kU8) {
-    GemmMxfp4(kt, pool, x, m, w.k, w.mx_q, w.mx_e, w.n, y);
+    GemmMxfp4(kt, pool, x, m, w.k, w.mx_q, w.mx_e, w.n, y, t);
   } else {
-    GemmF32(kt, pool, x, m, w.k, w.f32, w.n, y);
+    GemmF32(kt, pool, x, m, w.k, w.f32, w.n, y, t);
   }
 }
 

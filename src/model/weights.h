@@ -53,9 +53,9 @@ struct LinearWeight {
 };
 
 // y[m, n] = x[m, k] · Wᵀ (fp32 accumulation, threaded over n, y poisoned with NaN first).
-// MXFP4 weights take the int8-activation kernel (kernels/mxfp4.h).
+// MXFP4 weights take the int8-activation kernel (kernels/mxfp4.h). `t`: the kernels' loop order.
 void Linear(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
-            const LinearWeight& w, float* y);
+            const LinearWeight& w, float* y, GemmTiling t = {});
 
 struct AttentionWeights {
   LinearWeight q_a_proj;              // [Rq, D]

@@ -1,0 +1,24 @@
+// How a fast GEMM walks its output: the tunable part of the bf16 / f32 / MXFP4 kernels
+// (model/moe_tuning.h picks it per MoE shape and token bucket; `mxserve tune moe` measures
+// it). A tiling changes only the loop order and which rows share a loaded weight vector, never
+// the per-element arithmetic beyond fp32 summation order, so every tiling stays within the
+// kernels' error budgets (kernels_test.cpp, mxfp4_test.cpp). The ref level ignores it.
+#pragma once
+
+namespace mx {
+
+struct GemmTiling {
+  // Activation rows that share each loaded (bf16 widened / MXFP4 decoded) weight vector:
+  // 1, 2 or 4; 0 = the level's default (bf16/f32: 4 rows × 2 columns, MXFP4: 1 row).
+  int mr = 0;
+  // W rows (output columns) per cache block: every row tile passes over one block before the
+  // next starts, so the block stays in L1/L2 while it is reused. 0 = W as one block.
+  int nb = 0;
+
+  bool operator==(const GemmTiling&) const = default;
+};
+
+// The row tiles a level accepts.
+inline bool ValidRowTile(int mr) { return mr == 0 || mr == 1 || mr == 2 || mr == 4; }
+
+}  // namespace mx

@@ -1,0 +1,252 @@
+// The expert half of the MoE block under a MoeKernelConfig (see moe.h, moe_tuning.h).
+//
+// Every active expert (ascending), then the shared expert over all rows, becomes one or more
+// jobs (token_tile splits an expert's rows); a job's rows are gathered into X [R, D], its gate /
+// SiLU·up output lives in G (U the up projection; [n, f] per job, f = the job's width, the
+// shared expert's being n_shared · F), its down output in Y [R, D].
+// Jobs are combined serially in job order, so every config sums the same products in the same
+// order as the untuned path. Legend: T rows, R Σ job rows, D model_dim, F moe_inter.
+#include <algorithm>
+#include <vector>
+
+#include "base/check.h"
+#include "kernels/mxfp4.h"
+#include "model/moe.h"
+
+namespace mx {
+
+namespace {
+
+struct Job {
+  const MlpWeights* w;
+  const int64_t* rows;   // token rows, ascending
+  const float* weights;  // gate weights; nullptr = 1 (shared expert)
+  int64_t n;             // rows in this job
+  int64_t off;           // first row in X / Y
+  int64_t f;             // width (gate_proj rows)
+  int64_t goff;          // first element in G / U (Σ earlier n · f)
+};
+
+// The activations of one job: fp32 rows, and their Q8 blocks for an MXFP4 weight.
+struct Act {
+  const float* f;
+  const BlockQ8* q;
+};
+
+// y[i, c0..c1) = x_i · W[c0..c1)ᵀ for i < m, through the raw kernel (no threads).
+void LinearCols(const KernelTable& kt, const LinearWeight& w, Act x, int64_t m, int64_t c0,
+                int64_t c1, float* y, int64_t ldy, GemmTiling t) {
+  if (c1 <= c0 || m == 0) return;
+  const int64_t k = w.k;
+  if (w.dtype == DType::kBF16) {
+    kt.gemm_bf16(x.f, k, w.bf16 + c0 * k, k, y + c0, ldy, m, c1 - c0, k, t);
+  } else if (w.is_mxfp4()) {
+    const GemmMxfp4Fn fn = kt.gemm_mxfp4 != nullptr ? kt.gemm_mxfp4 : ref::GemmMxfp4;
+    fn(x.q, m, w.mx_q + c0 * (k / 2), w.mx_e + c0 * (k / 32), y + c0, ldy, c1 - c0, k, t);
+  } else {
+    kt.gemm_f32(x.f, k, w.f32 + c0 * k, k, y + c0, ldy, m, c1 - c0, k, t);
+  }
+}
+
+class ExpertRunner {
+ public:
+  ExpertRunner(const KernelTable& kt, ThreadPool& pool, const MoeWeights& w, const float* m,
+               int64_t T, const std::vector<ExpertRows>& by_expert, const MoeKernelConfig& cfg)
+      : kt_(kt), pool_(pool), cfg_(cfg), T_(T) {
+    const MlpWeights* any = w.has_shared ? &w.shared_experts : nullptr;
+    for (size_t e = 0; e < by_expert.size() && any == nullptr; ++e) {
+      if (!by_expert[e].rows.empty()) any = &w.experts[e];
+    }
+    if (any == nullptr) return;
+    D_ = any->gate_proj.k;
+    mx_ = any->gate_proj.is_mxfp4();
+    shared_rows_.resize(T);
+    for (int64_t r = 0; r < T; ++r) shared_rows_[r] = r;
+    for (size_t e = 0; e < by_expert.size(); ++e) {
+      const ExpertRows& er = by_expert[e];
+      AddJobs(&w.experts[e], er.rows.data(), er.weights.data(),
+              static_cast<int64_t>(er.rows.size()));
+    }
+    if (w.has_shared) AddJobs(&w.shared_experts, shared_rows_.data(), nullptr, T);
+    x_.resize(R_ * D_);
+    y_.resize(R_ * D_);
+    if (cfg.split != MoeSplit::kColumns || cfg.fuse_gate_up) {  // the plain path has its own
+      g_.resize(G_);
+      u_.resize(G_);
+    }
+    for (const Job& j : jobs_) {
+      for (int64_t i = 0; i < j.n; ++i) {
+        std::copy(m + j.rows[i] * D_, m + (j.rows[i] + 1) * D_, x_.data() + (j.off + i) * D_);
+      }
+    }
+  }
+
+  void Run(float* out) {
+    std::fill(out, out + T_ * std::max<int64_t>(D_, 0), 0.0f);
+    if (jobs_.empty()) return;
+    switch (cfg_.split) {
+      case MoeSplit::kColumns:
+        for (const Job& j : jobs_) cfg_.fuse_gate_up ? ColumnsFused(j) : ColumnsPlain(j);
+        break;
+      case MoeSplit::kBatched:
+        Batched();
+        break;
+      case MoeSplit::kExperts:
+        WholeExperts();
+        break;
+    }
+    for (const Job& j : jobs_) {
+      for (int64_t i = 0; i < j.n; ++i) {
+        float* o = out + j.rows[i] * D_;
+        const float* y = y_.data() + (j.off + i) * D_;
+        if (j.weights == nullptr) {
+          for (int64_t d = 0; d < D_; ++d) o[d] += y[d];
+        } else {
+          const float wt = j.weights[i];
+          for (int64_t d = 0; d < D_; ++d) o[d] += y[d] * wt;
+        }
+      }
+    }
+  }
+
+ private:
+  void AddJobs(const MlpWeights* w, const int64_t* rows, const float* weights, int64_t n) {
+    const int64_t tile = cfg_.token_tile > 0 ? cfg_.token_tile : std::max<int64_t>(n, 1);
+    for (int64_t b = 0; b < n; b += tile) {
+      const int64_t c = std::min(tile, n - b);
+      const int64_t f = w->gate_proj.n;
+      jobs_.push_back({w, rows + b, weights == nullptr ? nullptr : weights + b, c, R_, f, G_});
+      R_ += c;
+      G_ += c * f;
+    }
+  }
+
+  Act X(const Job& j) const {
+    return {x_.data() + j.off * D_, mx_ ? xq_.data() + j.off * (D_ / 32) : nullptr};
+  }
+  Act H(const Job& j) const {
+    return {g_.data() + j.goff, mx_ ? hq_.data() + j.goff / 32 : nullptr};
+  }
+
+  // Q8 blocks of the job's X rows / G rows (MXFP4 weights only).
+  void QuantizeX(const Job& j) {
+    for (int64_t r = j.off; r < j.off + j.n; ++r) {
+      QuantizeRowQ8(x_.data() + r * D_, D_, xq_.data() + r * (D_ / 32));
+    }
+  }
+  void QuantizeH(const Job& j) {
+    for (int64_t i = 0; i < j.n; ++i) {
+      QuantizeRowQ8(g_.data() + j.goff + i * j.f, j.f, hq_.data() + (j.goff + i * j.f) / 32);
+    }
+  }
+  // Every job's X (or G) rows, jobs split over the pool.
+  void QuantizeAll(bool h) {
+    if (!mx_) return;
+    if (h) {
+      hq_.resize(G_ / 32);
+    } else {
+      xq_.resize(R_ * (D_ / 32));
+    }
+    pool_.parallel_for(0, static_cast<int64_t>(jobs_.size()), [&](int64_t lo, int64_t hi, int) {
+      for (int64_t i = lo; i < hi; ++i) h ? QuantizeH(jobs_[i]) : QuantizeX(jobs_[i]);
+    });
+  }
+
+  // G[:, c0..c1) = SiLU(gate) ⊙ up for the job's rows.
+  void GateUp(const Job& j, int64_t c0, int64_t c1) {
+    float* g = g_.data() + j.goff;
+    float* u = u_.data() + j.goff;
+    LinearCols(kt_, j.w->gate_proj, X(j), j.n, c0, c1, g, j.f, cfg_.tiling);
+    LinearCols(kt_, j.w->up_proj, X(j), j.n, c0, c1, u, j.f, cfg_.tiling);
+    for (int64_t i = 0; i < j.n; ++i) {
+      kt_.swiglu(g + i * j.f + c0, u + i * j.f + c0, c1 - c0, g + i * j.f + c0);
+    }
+  }
+  void Down(const Job& j, int64_t c0, int64_t c1) {
+    LinearCols(kt_, j.w->down_proj, H(j), j.n, c0, c1, y_.data() + j.off * D_, D_, cfg_.tiling);
+  }
+
+  // The untuned path: three threaded GEMMs per job (each quantizing its own input).
+  void ColumnsPlain(const Job& j) {
+    SwiGluMlp(kt_, pool_, *j.w, x_.data() + j.off * D_, j.n, y_.data() + j.off * D_, cfg_.tiling);
+  }
+
+  // One parallel pass for gate, up and SiLU·up, one for down.
+  void ColumnsFused(const Job& j) {
+    if (mx_) {
+      xq_.resize(R_ * (D_ / 32));
+      hq_.resize(G_ / 32);
+      QuantizeX(j);
+    }
+    pool_.parallel_for(0, j.f, [&](int64_t lo, int64_t hi, int) { GateUp(j, lo, hi); });
+    if (mx_) QuantizeH(j);
+    pool_.parallel_for(0, D_, [&](int64_t lo, int64_t hi, int) { Down(j, lo, hi); });
+  }
+
+  // Every job's columns in one pass, split by cost (rows × columns; `down` = D columns, else
+  // the job's width): a worker owns the columns whose cost interval starts in its range, so
+  // each column has exactly one owner.
+  template <typename Fn>
+  void ByCost(bool down, Fn fn) {
+    std::vector<int64_t> start(jobs_.size() + 1, 0);  // Σ earlier jobs' n × cols
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      start[i + 1] = start[i] + jobs_[i].n * (down ? D_ : jobs_[i].f);
+    }
+    pool_.parallel_for(0, start.back(), [&](int64_t lo, int64_t hi, int) {
+      for (size_t i = 0; i < jobs_.size(); ++i) {
+        const Job& j = jobs_[i];
+        const int64_t cols = down ? D_ : j.f;
+        auto col = [&](int64_t x) {
+          return std::clamp<int64_t>((x - start[i] + j.n - 1) / j.n, 0, cols);
+        };
+        const int64_t c0 = col(lo), c1 = col(hi);
+        if (c0 < c1) fn(j, c0, c1);
+      }
+    });
+  }
+
+  void Batched() {
+    QuantizeAll(false);
+    ByCost(false, [&](const Job& j, int64_t c0, int64_t c1) { GateUp(j, c0, c1); });
+    QuantizeAll(true);
+    ByCost(true, [&](const Job& j, int64_t c0, int64_t c1) { Down(j, c0, c1); });
+  }
+
+  // Whole jobs per worker, balanced by rows: the jobs whose first row falls in its range.
+  void WholeExperts() {
+    QuantizeAll(false);
+    if (mx_) hq_.resize(G_ / 32);
+    pool_.parallel_for(0, R_, [&](int64_t lo, int64_t hi, int) {
+      for (const Job& j : jobs_) {
+        if (j.off < lo || j.off >= hi) continue;
+        GateUp(j, 0, j.f);
+        if (mx_) QuantizeH(j);
+        Down(j, 0, D_);
+      }
+    });
+  }
+
+  const KernelTable& kt_;
+  ThreadPool& pool_;
+  const MoeKernelConfig cfg_;
+  const int64_t T_;
+  int64_t D_ = 0, R_ = 0, G_ = 0;  // model_dim, Σ n, Σ n · f
+  bool mx_ = false;
+  std::vector<int64_t> shared_rows_;
+  std::vector<Job> jobs_;
+  std::vector<float> x_, g_, u_, y_;  // [R, D], [G], [G], [R, D]
+  std::vector<BlockQ8> xq_, hq_;      // [R, D/32], [G/32] (MXFP4)
+};
+
+}  // namespace
+
+void MoeExperts(const KernelTable& kt, ThreadPool& pool, const MoeWeights& w, const float* m,
+                int64_t T, const std::vector<ExpertRows>& by_expert, const MoeKernelConfig& cfg,
+                float* out) {
+  MX_CHECK(ValidRowTile(cfg.tiling.mr));
+  MX_CHECK_EQ(by_expert.size(), w.experts.size());
+  ExpertRunner run(kt, pool, w, m, T, by_expert, cfg);
+  run.Run(out);
+}
+
+}  // namespace mx
