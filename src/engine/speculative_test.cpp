@@ -127,6 +127,8 @@ struct Case {
   int steps;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 class GreedyIdentical : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GreedyIdentical, FiftyPromptsAloneAndBatched) {
