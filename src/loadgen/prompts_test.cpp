@@ -139,6 +139,12 @@ TEST(Sse, ChunkFields) {
   EXPECT_EQ(c->text, "ab");
   c = ParseStreamChunk(R"({"choices":[{"delta":{"reasoning_content":"r","content":"c"}}]})");
   EXPECT_EQ(c->text, "rc");
+  // vLLM's new name alone, and both names together (the same text): counted once.
+  c = ParseStreamChunk(R"({"choices":[{"delta":{"reasoning":"r2","content":"c"}}]})");
+  EXPECT_EQ(c->text, "r2c");
+  c = ParseStreamChunk(
+      R"({"choices":[{"delta":{"reasoning_content":"r","reasoning":"r","content":"c"}}]})");
+  EXPECT_EQ(c->text, "rc");
   c = ParseStreamChunk(R"({"choices":[{"delta":{"role":"assistant"}}]})");
   EXPECT_TRUE(c->has_choices);
   EXPECT_TRUE(c->text.empty());
@@ -152,6 +158,10 @@ TEST(Sse, ChunkFields) {
   EXPECT_FALSE(c->cached_tokens);
   c = ParseStreamChunk(R"({"error":{"message":"boom"}})");
   EXPECT_EQ(c->error, "boom");
+  c = ParseStreamChunk(R"({"error":null,"choices":[{"text":"x"}]})");
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->error.empty());
+  EXPECT_EQ(c->text, "x");
   EXPECT_TRUE(ParseStreamChunk("[DONE]")->done);
   EXPECT_FALSE(ParseStreamChunk("{not json"));
   EXPECT_FALSE(ParseStreamChunk("[1,2]"));

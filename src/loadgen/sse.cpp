@@ -46,7 +46,8 @@ std::optional<StreamChunk> ParseStreamChunk(std::string_view payload) {
   }
   nlohmann::json j = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
-  if (auto e = j.find("error"); e != j.end()) {
+  // "error": null is no error (some servers put the field on every chunk).
+  if (auto e = j.find("error"); e != j.end() && !e->is_null()) {
     if (e->is_object() && e->contains("message") && (*e)["message"].is_string()) {
       c.error = (*e)["message"].get<std::string>();
     } else {
@@ -60,9 +61,13 @@ std::optional<StreamChunk> ParseStreamChunk(std::string_view payload) {
     if (c0.is_object()) {
       AppendString(c0, "text", c.text);
       if (auto d = c0.find("delta"); d != c0.end() && d->is_object()) {
-        // Reasoning counts as output, as in the newest sglang.
-        AppendString(*d, "reasoning_content", c.text);
-        AppendString(*d, "reasoning", c.text);
+        // Reasoning counts as output, as in the newest sglang. vLLM renamed reasoning_content
+        // to reasoning; a server that sends both names carries the same text twice: count it
+        // once, under the old name when it is there.
+        std::string reasoning;
+        AppendString(*d, "reasoning_content", reasoning);
+        if (reasoning.empty()) AppendString(*d, "reasoning", reasoning);
+        c.text += reasoning;
         AppendString(*d, "content", c.text);
       }
     }
