@@ -14,6 +14,7 @@
 
 #include "cli/served_model_info.h"
 #include "cli/verb.h"
+#include "engine/dp_engine.h"
 #include "server/server.h"
 
 namespace mx::cli {
@@ -28,6 +29,8 @@ struct ServeArgs {
   server::ServerOptions server;
   EngineOptions engine;
   double shutdown_timeout_s = 30;
+  int dp = 1;  // engine replicas per model (engine/dp_engine.h)
+  std::string load_balance_method = "round_robin";
 };
 
 Result<std::vector<std::pair<std::string, std::string>>> ModelList(const ServeArgs& a) {
@@ -60,6 +63,13 @@ int RunServe(ServeArgs& a) {
   auto models = ModelList(a);
   if (!models.ok()) {
     std::fprintf(stderr, "mxserve serve: %s\n", models.status().message().c_str());
+    return 2;
+  }
+  auto method = ParseLoadBalanceMethod(a.load_balance_method);
+  if (a.dp < 1 || !method.ok()) {
+    std::fprintf(stderr, "mxserve serve: %s\n",
+                 a.dp < 1 ? fmt::format("--dp must be >= 1, got {}", a.dp).c_str()
+                          : method.status().message().c_str());
     return 2;
   }
   // Signals are taken by one waiting thread; every thread started from here inherits the mask.
@@ -96,7 +106,7 @@ int RunServe(ServeArgs& a) {
     EngineOptions eo = a.engine;
     eo.model_dir = dir;
     eo.threads = Globals().threads;
-    auto engine = CreateEngine(eo);
+    auto engine = CreateDpEngine(eo, a.dp, {.method = *method});
     if (!engine.ok()) {
       Fail(fmt::format("model '{}' ({}): {}", name, dir, engine.status().message()));
       return stop(1);
@@ -175,6 +185,13 @@ VerbRun SetupServe(CLI::App& app) {
   sub->add_option("--mem-fraction-static", e.mem_fraction,
                   "fraction of free memory for the KV pool")
       ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  sub->add_option("--dp", a->dp,
+                  "data parallel: engine replicas per model (own KV pool each; threads and the "
+                  "KV budget split between them)")
+      ->capture_default_str();
+  sub->add_option("--load-balance-method", a->load_balance_method,
+                  "--dp request routing: round_robin|least_load|cache_aware")
       ->capture_default_str();
   sub->add_option("--kv-cache-dtype", e.kv_cache_dtype, "auto|bf16|fp8_e4m3|fp8_e4m3fnuz")
       ->capture_default_str();

@@ -75,6 +75,15 @@ class RequestStream {
   virtual std::optional<GenerationChunk> Next(std::chrono::milliseconds timeout) = 0;
 };
 
+// One data-parallel replica's load (engine/dp_engine.h), index = dp_rank.
+struct DpReplicaStats {
+  int64_t running = 0;
+  int64_t queued = 0;
+  int64_t kv_pages_used = 0;
+  int64_t kv_pages_total = 0;
+  int64_t requests_routed = 0;  // requests the router sent it
+};
+
 struct EngineStats {
   int64_t running = 0;
   int64_t queued = 0;
@@ -99,6 +108,8 @@ struct EngineStats {
   int64_t spec_tokens_accepted = 0;
   std::vector<int64_t> spec_proposed_at;
   std::vector<int64_t> spec_accepted_at;
+  // Data parallelism (--dp > 1): every field above sums the replicas; this lists each one.
+  std::vector<DpReplicaStats> dp_replicas;
 };
 
 // Flags with sglang's names and meanings (the CLI maps --page-size, --max-total-tokens, ...).

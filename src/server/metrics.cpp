@@ -144,6 +144,31 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
     const Histogram ModelMetrics::*member;
   };
   for (const H& h :
+  // Data parallelism (--dp > 1): the families above sum the replicas; these split them by
+  // dp_rank. Absent when no model has replicas.
+  auto per_replica = [&](const char* name, const char* type, const char* help, auto value) {
+    bool any = false;
+    for (const auto& m : models) any = any || !m.stats.dp_replicas.empty();
+    if (!any) return;
+    head(name, type, help);
+    for (const auto& m : models) {
+      for (size_t r = 0; r < m.stats.dp_replicas.size(); ++r) {
+        out += fmt::format("mxserve:{}{{model=\"{}\",dp_rank=\"{}\"}} {}\n", name, m.name, r,
+                           value(m.stats.dp_replicas[r]));
+      }
+    }
+  };
+  using RS = DpReplicaStats;
+  per_replica("dp_num_requests_running", "gauge", "Requests in a replica's running batch.",
+              [](const RS& r) { return r.running; });
+  per_replica("dp_num_requests_waiting", "gauge", "Requests queued in a replica.",
+              [](const RS& r) { return r.queued; });
+  per_replica("dp_kv_pages_used", "gauge", "A replica's KV cache pages in use.",
+              [](const RS& r) { return r.kv_pages_used; });
+  per_replica("dp_kv_pages_total", "gauge", "A replica's KV cache pages.",
+              [](const RS& r) { return r.kv_pages_total; });
+  per_replica("dp_requests_routed_total", "counter", "Requests the DP router sent to a replica.",
+              [](const RS& r) { return r.requests_routed; });
        {H{"time_to_first_token_seconds", "Time to first token.", &ModelMetrics::ttft},
         H{"inter_token_latency_seconds", "Time between output tokens.", &ModelMetrics::itl},
         H{"e2e_request_latency_seconds", "End-to-end request latency.", &ModelMetrics::e2e}}) {

@@ -1,0 +1,280 @@
+// The data-parallel group: routing, request-id mapping, per-replica in-flight accounting, and
+// the memory check at load.
+#include "engine/dp_engine.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "io/model_config.h"
+#include "kv/paged_kv_store.h"
+
+namespace mx {
+
+namespace {
+
+// What the streams and the group share, so a stream may outlive the group object.
+struct Book {
+  std::mutex mu;
+  struct Owner {
+    int replica;
+    RequestId local;
+  };
+  std::map<RequestId, Owner> owners;  // unfinished requests by group id
+  std::vector<int64_t> inflight;      // per replica: unfinished requests
+  std::vector<int64_t> routed;        // per replica: requests ever sent
+
+  void Release(RequestId id) {
+    std::lock_guard<std::mutex> l(mu);
+    auto it = owners.find(id);
+    if (it == owners.end()) return;
+    --inflight[it->second.replica];
+    owners.erase(it);
+  }
+};
+
+class DpStream final : public RequestStream {
+ public:
+  DpStream(RequestId id, std::shared_ptr<Book> book, std::unique_ptr<RequestStream> inner)
+      : id_(id), book_(std::move(book)), inner_(std::move(inner)) {}
+  ~DpStream() override {
+    if (!done_) book_->Release(id_);
+  }
+  RequestId id() const override { return id_; }
+  std::optional<GenerationChunk> Next(std::chrono::milliseconds timeout) override {
+    auto c = inner_->Next(timeout);
+    if (c && c->finish != FinishReason::kNone && !done_) {
+      done_ = true;
+      book_->Release(id_);
+    }
+    return c;
+  }
+
+ private:
+  RequestId id_;
+  std::shared_ptr<Book> book_;
+  std::unique_ptr<RequestStream> inner_;
+  bool done_ = false;
+};
+
+void AddStats(const EngineStats& s, EngineStats* t) {
+  t->running += s.running;
+  t->queued += s.queued;
+  t->kv_pages_used += s.kv_pages_used;
+  t->kv_pages_total += s.kv_pages_total;
+  t->kv_page_size = s.kv_page_size;
+  t->prompt_tokens_total += s.prompt_tokens_total;
+  t->generation_tokens_total += s.generation_tokens_total;
+  t->cached_prompt_tokens_total += s.cached_prompt_tokens_total;
+  t->radix_lookups += s.radix_lookups;
+  t->radix_hit_tokens += s.radix_hit_tokens;
+  t->requests_finished += s.requests_finished;
+  t->requests_aborted += s.requests_aborted;
+  t->requests_rejected += s.requests_rejected;
+  t->retractions += s.retractions;
+  // The mean accept length over all verify steps (weighted by each replica's steps).
+  const int64_t steps = t->spec_verify_steps + s.spec_verify_steps;
+  if (steps > 0) {
+    t->spec_accept_length_mean =
+        (t->spec_accept_length_mean * static_cast<double>(t->spec_verify_steps) +
+         s.spec_accept_length_mean * static_cast<double>(s.spec_verify_steps)) /
+        static_cast<double>(steps);
+  }
+  t->spec_verify_steps = steps;
+  t->spec_drafts_proposed += s.spec_drafts_proposed;
+  t->spec_tokens_accepted += s.spec_tokens_accepted;
+  auto add = [](const std::vector<int64_t>& from, std::vector<int64_t>* to) {
+    if (to->size() < from.size()) to->resize(from.size(), 0);
+    for (size_t i = 0; i < from.size(); ++i) (*to)[i] += from[i];
+  };
+  add(s.spec_proposed_at, &t->spec_proposed_at);
+  add(s.spec_accepted_at, &t->spec_accepted_at);
+}
+
+class DpEngine final : public Engine {
+ public:
+  DpEngine(std::vector<std::unique_ptr<Engine>> replicas, DpRouterOptions opts)
+      : replicas_(std::move(replicas)),
+        router_(static_cast<int>(replicas_.size()), opts),
+        book_(std::make_shared<Book>()) {
+    MX_CHECK(!replicas_.empty());
+    book_->inflight.assign(replicas_.size(), 0);
+    book_->routed.assign(replicas_.size(), 0);
+  }
+  ~DpEngine() override { Shutdown(std::chrono::milliseconds(0)); }
+
+  Result<std::unique_ptr<RequestStream>> Submit(GenerationRequest request) override {
+    // One lock over route + submit keeps the loads the router sees exact under concurrency
+    // (a replica's Submit only validates and enqueues).
+    std::lock_guard<std::mutex> l(route_mu_);
+    std::vector<int64_t> loads;
+    {
+      std::lock_guard<std::mutex> b(book_->mu);
+      loads = book_->inflight;
+    }
+    int r = router_.Route(request.prompt, loads).replica;
+    const std::vector<int32_t> prompt = request.prompt;
+    std::vector<bool> tried(replicas_.size(), false);
+    while (true) {
+      tried[r] = true;
+      auto s = replicas_[r]->Submit(request);
+      if (s.ok()) {
+        router_.Record(prompt, r);
+        std::lock_guard<std::mutex> b(book_->mu);
+        const RequestId id = next_id_++;
+        book_->owners[id] = {r, (*s)->id()};
+        ++book_->inflight[r];
+        ++book_->routed[r];
+        return std::unique_ptr<RequestStream>(std::make_unique<DpStream>(id, book_, std::move(*s)));
+      }
+      if (s.status().code() != StatusCode::kResourceExhausted) return s.status();
+      // Full: the least loaded replica not tried yet, if any.
+      int next = -1;
+      for (size_t k = 0; k < replicas_.size(); ++k) {
+        if (!tried[k] && (next < 0 || loads[k] < loads[next])) next = static_cast<int>(k);
+      }
+      if (next < 0) return s.status();
+      r = next;
+    }
+  }
+
+  void Abort(RequestId id) override {
+    int replica = -1;
+    RequestId local = 0;
+    {
+      std::lock_guard<std::mutex> b(book_->mu);
+      auto it = book_->owners.find(id);
+      if (it == book_->owners.end()) return;
+      replica = it->second.replica;
+      local = it->second.local;
+    }
+    replicas_[replica]->Abort(local);
+  }
+
+  EngineStats Stats() const override {
+    EngineStats total;
+    std::vector<EngineStats> each;
+    for (const auto& e : replicas_) {
+      each.push_back(e->Stats());
+      AddStats(each.back(), &total);
+    }
+    std::lock_guard<std::mutex> b(book_->mu);
+    for (size_t r = 0; r < each.size(); ++r) {
+      total.dp_replicas.push_back({each[r].running, each[r].queued, each[r].kv_pages_used,
+                                   each[r].kv_pages_total, book_->routed[r]});
+    }
+    return total;
+  }
+
+  void FlushCache() override {
+    {
+      std::lock_guard<std::mutex> l(route_mu_);
+      router_.Clear();
+    }
+    for (auto& e : replicas_) e->FlushCache();
+  }
+
+  void Shutdown(std::chrono::milliseconds drain_timeout) override {
+    // In parallel, so the drain takes drain_timeout, not M times it.
+    std::vector<std::thread> t;
+    for (auto& e : replicas_) t.emplace_back([&e, drain_timeout] { e->Shutdown(drain_timeout); });
+    for (auto& th : t) th.join();
+  }
+
+  int64_t context_window() const override { return replicas_[0]->context_window(); }
+  int64_t vocab_size() const override { return replicas_[0]->vocab_size(); }
+
+ private:
+  std::vector<std::unique_ptr<Engine>> replicas_;
+  std::mutex route_mu_;  // guards router_
+  DpRouter router_;
+  std::shared_ptr<Book> book_;
+  RequestId next_id_ = 1;  // guarded by book_->mu
+};
+
+int64_t MemAvailableBytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key, unit;
+  int64_t kb = 0;
+  while (f >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return -1;  // unknown: no check
+}
+
+int64_t WeightBytes(const std::string& dir) {
+  int64_t bytes = 0;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+    if (f.path().extension() == ".safetensors") bytes += static_cast<int64_t>(f.file_size(ec));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> MakeDpEngine(std::vector<std::unique_ptr<Engine>> replicas,
+                                     DpRouterOptions router) {
+  return std::make_unique<DpEngine>(std::move(replicas), router);
+}
+
+Result<std::unique_ptr<Engine>> CreateDpEngine(const EngineOptions& options, int dp_size,
+                                               DpRouterOptions router) {
+  if (dp_size < 1) return InvalidArgument("--dp must be >= 1, got {}", dp_size);
+  if (dp_size == 1) return CreateEngine(options);
+  // Memory: every replica holds its own KV pool and, as an upper bound, its own copy of the
+  // weights (repacked MXFP4 weights are per replica; mmapped bf16 ones share the page cache).
+  const int64_t weights = WeightBytes(options.model_dir);
+  int64_t kv = 0;
+  if (options.max_total_tokens > 0) {
+    MX_ASSIGN_OR_RETURN(
+        ModelConfig c,
+        LoadModelConfig((std::filesystem::path(options.model_dir) / "config.json").string()));
+    MX_ASSIGN_OR_RETURN(KvCacheDtype dtype, ParseKvCacheDtype(options.kv_cache_dtype));
+    kv = options.max_total_tokens * PagedKvStore::BytesPerToken(c, dtype);
+  }
+  const int64_t avail = MemAvailableBytes();
+  const double need = static_cast<double>(dp_size) * static_cast<double>(weights + kv);
+  if (avail > 0 && need > static_cast<double>(avail)) {
+    return ResourceExhausted(
+        "--dp {}: {} replicas need about {:.2f} GiB ({} x ({:.1f} MiB weights + {:.1f} MiB KV)) "
+        "but {:.2f} GiB of memory is available; use a smaller --dp (or --max-total-tokens)",
+        dp_size, dp_size, need / (1 << 30), dp_size, static_cast<double>(weights) / (1 << 20),
+        static_cast<double>(kv) / (1 << 20), static_cast<double>(avail) / (1 << 30));
+  }
+  const int total_threads =
+      options.threads > 0 ? options.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  if (total_threads < dp_size) {
+    MX_LOG_WARN("--dp {} with {} threads: every replica gets 1 thread and they share cores",
+                dp_size, total_threads);
+  }
+  std::vector<std::unique_ptr<Engine>> replicas;
+  EngineOptions o = options;
+  if (o.max_total_tokens <= 0) o.mem_fraction = options.mem_fraction / dp_size;
+  for (int r = 0; r < dp_size; ++r) {
+    o.threads = std::max(1, total_threads / dp_size + (r < total_threads % dp_size ? 1 : 0));
+    auto e = CreateEngine(o);
+    if (!e.ok()) {
+      return e.status().WithContext(fmt::format("--dp {}: replica {}", dp_size, r));
+    }
+    if (r == 0 && o.max_total_tokens <= 0) {
+      // Later replicas get the same pool as the first, whatever it left free.
+      const EngineStats s = (*e)->Stats();
+      o.max_total_tokens = s.kv_pages_total * s.kv_page_size;
+    }
+    replicas.push_back(std::move(*e));
+  }
+  const EngineStats s = replicas[0]->Stats();
+  router.max_tree_tokens = std::max<int64_t>(s.kv_pages_total * s.kv_page_size, 4096);
+  MX_LOG_INFO("data parallel: {} replicas ({} threads, {} KV tokens each), load balance {}",
+              dp_size, std::max(1, total_threads / dp_size), s.kv_pages_total * s.kv_page_size,
+              LoadBalanceMethodName(router.method));
+  return MakeDpEngine(std::move(replicas), router);
+}
+
+}  // namespace mx
