@@ -178,6 +178,13 @@ VerbRun SetupServe(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   EngineOptions& e = a->engine;
+  sub->add_option("--dp", a->dp,
+                  "data parallel: engine replicas per model (own KV pool each; threads and the "
+                  "KV budget split between them)")
+      ->capture_default_str();
+  sub->add_option("--load-balance-method", a->load_balance_method,
+                  "--dp request routing: round_robin|least_load|cache_aware")
+      ->capture_default_str();
   sub->add_option("--kernels", e.kernels, "force a kernel level: ref|avx2|avx512");
   sub->add_option("--page-size", e.page_size, "tokens per KV page")->capture_default_str();
   sub->add_option("--max-total-tokens", e.max_total_tokens, "KV capacity in tokens (0: auto)")
@@ -185,13 +192,6 @@ VerbRun SetupServe(CLI::App& app) {
   sub->add_option("--mem-fraction-static", e.mem_fraction,
                   "fraction of free memory for the KV pool")
       ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  sub->add_option("--dp", a->dp,
-                  "data parallel: engine replicas per model (own KV pool each; threads and the "
-                  "KV budget split between them)")
-      ->capture_default_str();
-  sub->add_option("--load-balance-method", a->load_balance_method,
-                  "--dp request routing: round_robin|least_load|cache_aware")
       ->capture_default_str();
   sub->add_option("--kv-cache-dtype", e.kv_cache_dtype, "auto|bf16|fp8_e4m3|fp8_e4m3fnuz")
       ->capture_default_str();

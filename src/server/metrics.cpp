@@ -134,16 +134,6 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
             [](const MV& m) { return m.stats.requests_rejected; });
   per_model("retractions_total", "counter", "Running requests retracted for KV space.",
             [](const MV& m) { return m.stats.retractions; });
-  per_model("client_disconnects_total", "counter", "Requests aborted because the client went away.",
-            [](const MV& m) { return m.metrics->aborted_by_client.load(); });
-  per_model("requests_total", "counter", "Generation requests accepted by the server.",
-            [](const MV& m) { return m.metrics->requests_total.load(); });
-  struct H {
-    const char* name;
-    const char* help;
-    const Histogram ModelMetrics::*member;
-  };
-  for (const H& h :
   // Data parallelism (--dp > 1): the families above sum the replicas; these split them by
   // dp_rank. Absent when no model has replicas.
   auto per_replica = [&](const char* name, const char* type, const char* help, auto value) {
@@ -169,6 +159,16 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
               [](const RS& r) { return r.kv_pages_total; });
   per_replica("dp_requests_routed_total", "counter", "Requests the DP router sent to a replica.",
               [](const RS& r) { return r.requests_routed; });
+  per_model("client_disconnects_total", "counter", "Requests aborted because the client went away.",
+            [](const MV& m) { return m.metrics->aborted_by_client.load(); });
+  per_model("requests_total", "counter", "Generation requests accepted by the server.",
+            [](const MV& m) { return m.metrics->requests_total.load(); });
+  struct H {
+    const char* name;
+    const char* help;
+    const Histogram ModelMetrics::*member;
+  };
+  for (const H& h :
        {H{"time_to_first_token_seconds", "Time to first token.", &ModelMetrics::ttft},
         H{"inter_token_latency_seconds", "Time between output tokens.", &ModelMetrics::itl},
         H{"e2e_request_latency_seconds", "End-to-end request latency.", &ModelMetrics::e2e}}) {
