@@ -22,6 +22,7 @@ namespace {
 using mx::testing::AllReduceBound;
 using mx::testing::RankData;
 using mx::testing::ReferenceSum;
+using mx::testing::SameFloats;
 
 // Runs fn(comm) on one thread per rank; fails (and aborts the group) past `timeout`.
 void RunGroup(int n, const std::function<void(Communicator&)>& fn,
@@ -86,7 +87,7 @@ TEST(InProcessCommunicator, AllReduceSumMatchesSerialReference) {
       });
       for (int r = 0; r < n; ++r) {
         ASSERT_EQ(results[r].size(), len);
-        ASSERT_EQ(0, std::memcmp(results[r].data(), results[0].data(), len * sizeof(float)))
+        ASSERT_TRUE(SameFloats(results[r].data(), results[0].data(), len))
             << "rank " << r << " differs from rank 0 (n=" << n << ", len=" << len << ")";
       }
       for (size_t i = 0; i < len; ++i) {
@@ -143,7 +144,7 @@ TEST(InProcessCommunicator, AllGatherConcatenatesInRankOrder) {
         ASSERT_TRUE(c.AllGather<float>(in, out).ok());
         for (int r = 0; r < n; ++r) {
           std::vector<float> want = RankData(trial, r, len, false);
-          ASSERT_EQ(0, std::memcmp(out.data() + r * len, want.data(), len * sizeof(float)))
+          ASSERT_TRUE(SameFloats(out.data() + r * len, want.data(), len))
               << "rank " << c.rank() << " block " << r;
         }
       });
@@ -168,7 +169,7 @@ TEST(InProcessCommunicator, BroadcastFromEveryRoot) {
         RunGroup(n, [&](Communicator& c) {
           std::vector<float> v = RankData(trial, c.rank(), len, false);
           ASSERT_TRUE(c.Broadcast<float>(v, root).ok());
-          ASSERT_EQ(0, std::memcmp(v.data(), want.data(), len * sizeof(float)))
+          ASSERT_TRUE(SameFloats(v.data(), want.data(), len))
               << "n=" << n << " root=" << root << " rank=" << c.rank();
         });
       }

@@ -15,6 +15,7 @@ namespace {
 using mx::testing::AllReduceBound;
 using mx::testing::RankData;
 using mx::testing::ReferenceSum;
+using mx::testing::SameFloats;
 
 Communicator* g_comm = nullptr;  // the world, made in main()
 
@@ -47,7 +48,7 @@ TEST(MpiCommunicator, AllReduceSumMatchesSerialReferenceOnEveryRank) {
       std::vector<float> all(len * n);
       ASSERT_TRUE(c.AllGather<float>(v, all).ok());
       for (int r = 0; r < n; ++r) {
-        ASSERT_EQ(0, std::memcmp(all.data() + r * len, v.data(), len * sizeof(float)))
+        ASSERT_TRUE(SameFloats(all.data() + r * len, v.data(), len))
             << "rank " << r << " got a different all-reduce result (len " << len << ")";
       }
     }
@@ -65,13 +66,13 @@ TEST(MpiCommunicator, AllGatherAndBroadcast) {
     ASSERT_TRUE(c.AllGather<float>(in, out).ok());
     for (int r = 0; r < n; ++r) {
       std::vector<float> want = RankData(trial, r, len, false);
-      ASSERT_EQ(0, std::memcmp(out.data() + r * len, want.data(), len * sizeof(float)));
+      ASSERT_TRUE(SameFloats(out.data() + r * len, want.data(), len));
     }
     for (int root = 0; root < n; ++root) {
       std::vector<float> v = RankData(trial + 50, c.rank(), len, false);
       ASSERT_TRUE(c.Broadcast<float>(v, root).ok());
       std::vector<float> want = RankData(trial + 50, root, len, false);
-      ASSERT_EQ(0, std::memcmp(v.data(), want.data(), len * sizeof(float))) << "root " << root;
+      ASSERT_TRUE(SameFloats(v.data(), want.data(), len)) << "root " << root;
     }
   }
 }
