@@ -126,17 +126,19 @@ SteadyWindow AnalyzeSteadyWindow(const std::vector<RequestRecord>& records, doub
   std::vector<const RequestRecord*> win(by_arrival.begin() + lo, by_arrival.begin() + hi);
   w.requests = static_cast<int>(win.size());
   double a0 = win.front()->arrival_s, a1 = win.back()->arrival_s;
-  double e0 = 1e300, e1 = -1e300;
   int ok = 0;
-  for (auto* r : win) {
-    e0 = std::min(e0, r->end_s());
-    e1 = std::max(e1, r->end_s());
-    ok += r->success ? 1 : 0;
+  for (auto* r : win) ok += r->success ? 1 : 0;
+  // Completions (of any request of the run) while the window's requests were arriving: a
+  // server that keeps up completes as many as arrive; one that falls behind completes fewer,
+  // however its backlog drains after the arrivals stop.
+  int64_t completed = 0;
+  for (const RequestRecord& r : records) {
+    completed += r.success && r.end_s() > a0 && r.end_s() <= a1 ? 1 : 0;
   }
-  // Rates over n-1 intervals between n events.
+  // Rates over the window's n-1 arrival intervals.
   const double k = static_cast<double>(win.size() - 1);
   w.offered_rate = a1 > a0 ? k / (a1 - a0) : 0;
-  w.achieved_rate = e1 > e0 ? k / (e1 - e0) : 0;
+  w.achieved_rate = a1 > a0 ? static_cast<double>(completed) / (a1 - a0) : 0;
   w.success_rate = static_cast<double>(ok) / static_cast<double>(win.size());
   const size_t third = win.size() / 3;
   if (third >= 1) {

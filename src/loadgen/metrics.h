@@ -73,8 +73,11 @@ BenchMetrics ComputeMetrics(const std::vector<RequestRecord>& records, double du
 // noise in the arrivals cancels out.
 struct SteadyWindow {
   int requests = 0;
-  double offered_rate = 0;   // requests / span of their arrival times
-  double achieved_rate = 0;  // requests / span of their end times
+  double offered_rate = 0;  // requests / span of their arrival times
+  // Successful completions of any request while the window's requests arrived, per second
+  // of that span: below offered_rate when the server falls behind, even when its backlog
+  // drains all at once after the arrivals stop.
+  double achieved_rate = 0;
   double success_rate = 0;
   double ttft_first_third_ms = 0;  // median TTFT of the window's first third (by arrival)
   double ttft_last_third_ms = 0;   // ... and of its last third

@@ -136,11 +136,25 @@ TEST(SteadyWindow, SustainedRateKeepsUp) {
 
 TEST(SteadyWindow, BacklogShowsAsLowAchievedRateAndRisingTtft) {
   // Each request waits 0.05 s longer than the one before: completions every 0.3 s against
-  // arrivals every 0.25 s -> achieved = 1 / 0.3 req/s.
+  // arrivals every 0.25 s -> achieved = 1 / 0.3 req/s (66 completions in the 19.75 s window).
   SteadyWindow w = AnalyzeSteadyWindow(Synthetic(100, 4.0, 0.2, 0.05));
   EXPECT_NEAR(w.offered_rate, 4.0, 1e-9);
-  EXPECT_NEAR(w.achieved_rate, 1 / 0.3, 1e-9);
+  EXPECT_NEAR(w.achieved_rate, 66 / 19.75, 1e-9);
+  EXPECT_NEAR(w.achieved_rate, 1 / 0.3, 0.02);
   EXPECT_TRUE(w.ttft_rising);
+}
+
+TEST(SteadyWindow, ABacklogDrainedAtTheEndIsNotSustained) {
+  // Overloaded and batching: nothing completes while requests arrive, then all at once. The
+  // span of the end times is tiny, which must not read as a high achieved rate.
+  std::vector<RequestRecord> rs;
+  for (int i = 0; i < 100; ++i) {
+    const double a = i / 4.0, end = 30.0 + 0.001 * i;
+    rs.push_back(Ok(a, end - a - 0.01, {0.01}, end - a, 10, 2, -1));
+  }
+  SteadyWindow w = AnalyzeSteadyWindow(rs);
+  EXPECT_NEAR(w.offered_rate, 4.0, 1e-9);
+  EXPECT_EQ(w.achieved_rate, 0.0);
 }
 
 TEST(Arrivals, RescaledToExactRateAndMonotone) {

@@ -93,6 +93,10 @@ TEST(Sweep, EndToEndFindsTheMockServersCapacity) {
   c.rates = {10, 20, 400};
   c.duration_s = 1.5;
   c.slo.ttft_slo_ms = 1000;
+  // 15 and 30 requests per point: the requests in flight at the window's two ends differ by
+  // about one at random, so 97% cannot be judged on windows this short; 400 req/s (5x the
+  // capacity) completes ~20% of what arrives.
+  c.slo.min_achieved_ratio = 0.8;
   auto r = RunSweep(c);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->points.size(), 3u);
