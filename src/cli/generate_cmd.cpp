@@ -18,6 +18,7 @@
 #include "kernels/kernels.h"
 #include "model/kv_store.h"
 #include "model/model.h"
+#include "model/moe.h"
 #include "model/tensor_plan.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/detokenizer.h"
@@ -43,6 +44,8 @@ struct GenerateArgs {
   uint64_t seed = 0;
   std::string kernels;
   std::string kv_cache_dtype = "auto";
+  std::string tuned_config_dir;
+  bool untuned_moe = false;
 };
 
 int RunGenerate(const GenerateArgs& a) {
@@ -56,6 +59,12 @@ int RunGenerate(const GenerateArgs& a) {
   if (!model_or.ok()) return Fail(model_or.status().message());
   const Model& model = **model_or;
   const ModelConfig& cfg = model.config();
+  MoeTuning moe;  // default-constructed: the untuned default
+  if (!a.untuned_moe) {
+    auto r = ResolveModelMoeTuning(cfg, model.weights(), (*kt)->level, a.tuned_config_dir);
+    if (!r.ok()) return Fail(r.status().message());
+    moe = std::move(*r);
+  }
 
   // Tokenizer: required for text prompts and text output, optional with ids in and out.
   std::optional<tok::Tokenizer> tokenizer;
@@ -111,6 +120,7 @@ int RunGenerate(const GenerateArgs& a) {
 
   ForwardOptions opts;
   opts.logits = LogitsMode::kLast;
+  opts.moe_tuning = &moe;
   ForwardBatch batch;
   batch.seqs.push_back({seq, 0, prompt, {}});
   auto t0 = std::chrono::steady_clock::now();
@@ -167,14 +177,17 @@ int RunGenerate(const GenerateArgs& a) {
   const double bw = MeasureReadBandwidthGBps(pool, size_t{128} << 20, 2);
   const double decode_tps = decode_steps > 0 ? decode_steps / decode_s : 0.0;
   const double achieved = decode_tps * bytes_per_token / 1e9;
-  std::fprintf(stderr,
-               "\n[generate] kernels %s, %d threads; prompt %zu tokens, generated %zu (%s)\n"
-               "[generate] prefill %.1f tok/s (%.3f s); decode %.1f tok/s (%.3f s)\n"
-               "[generate] weights touched per token %.2f MB; achieved %.2f GB/s of %.2f GB/s "
-               "measured read bandwidth (%.1f%%)\n",
-               KernelLevelName((*kt)->level), pool.size(), prompt.size(), generated.size(),
-               finish.c_str(), prompt.size() / prefill_s, prefill_s, decode_tps, decode_s,
-               bytes_per_token / 1e6, achieved, bw, bw > 0 ? 100.0 * achieved / bw : 0.0);
+  std::fprintf(
+      stderr,
+      "\n[generate] kernels %s, %d threads, MoE config %s; prompt %zu tokens, generated %zu "
+      "(%s)\n"
+      "[generate] prefill %.1f tok/s (%.3f s); decode %.1f tok/s (%.3f s)\n"
+      "[generate] weights touched per token %.2f MB; achieved %.2f GB/s of %.2f GB/s "
+      "measured read bandwidth (%.1f%%)\n",
+      KernelLevelName((*kt)->level), pool.size(),
+      moe.tuned ? moe.file.c_str() : "default (untuned)", prompt.size(), generated.size(),
+      finish.c_str(), prompt.size() / prefill_s, prefill_s, decode_tps, decode_s,
+      bytes_per_token / 1e6, achieved, bw, bw > 0 ? 100.0 * achieved / bw : 0.0);
   return 0;
 }
 
@@ -201,6 +214,10 @@ VerbRun SetupGenerate(CLI::App& app) {
   sub->add_option("--kv-cache-dtype", a->kv_cache_dtype,
                   "auto (= f32, exact) | bf16 | fp8_e4m3 | fp8_e4m3fnuz")
       ->capture_default_str();
+  sub->add_option("--tuned-config-dir", a->tuned_config_dir,
+                  "tuned MoE kernel configs, searched after the shipped configs/moe/");
+  sub->add_flag("--untuned-moe", a->untuned_moe,
+                "run the MoE on its untuned default config (for before/after comparisons)");
   return [a]() -> int { return RunGenerate(*a); };
 }
 

@@ -13,7 +13,9 @@
 #include "cli/verb.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
+#include "kernels/kernels.h"
 #include "model/checkpoint_check.h"
+#include "model/moe_tuning.h"
 #include "model/tensor_plan.h"
 
 namespace mx::cli {
@@ -26,7 +28,28 @@ struct InspectArgs {
   std::string config;
   bool json = false;
   bool tensors = false;
+  std::string tuned_config_dir;
 };
+
+// The routed experts' format as the loader will see it: from the checkpoint when there is one,
+// else from config.json's quantization_config.
+std::string ExpertDtype(const ModelConfig& c, const std::vector<TensorSpec>& specs,
+                        const std::optional<CheckpointReport>& report) {
+  if (report) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (specs[i].name.find(".mlp.experts.0.gate_proj.weight") == std::string::npos) continue;
+      switch (report->matches[i].format) {
+        case WeightFormat::kMXFP4:
+          return "mxfp4";
+        case WeightFormat::kBF16:
+          return "bf16";
+        default:
+          return "f32";
+      }
+    }
+  }
+  return c.quantization_config_json ? "mxfp4" : "bf16";
+}
 
 std::string Billions(int64_t n) { return fmt::format("{:.2f} B", n / 1e9); }
 
@@ -114,6 +137,15 @@ int RunInspect(const InspectArgs& a) {
     report = CheckCheckpoint(c, specs, *ckpt);
   }
 
+  std::optional<MoeTuning> moe;
+  if (c.n_routed_experts > 0) {
+    auto r = ResolveMoeTuning(MoeShapeOf(c), ExpertDtype(c, specs, report),
+                              KernelLevelName(SelectKernels().level), a.tuned_config_dir,
+                              /*has_moe=*/true, /*log=*/false);
+    if (!r.ok()) return Fail(r.status().message());
+    moe = std::move(*r);
+  }
+
   if (a.json) {
     json j;
     j["source"] = config_path;
@@ -167,6 +199,13 @@ int RunInspect(const InspectArgs& a) {
                          {"unexpected", report->unexpected},
                          {"ignored", report->ignored}};
     }
+    if (moe) {
+      j["moe_kernels"] = {{"state", moe->state()},
+                          {"config", moe->file},
+                          {"isa", moe->isa},
+                          {"dtype", moe->dtype},
+                          {"tune_command", moe->command}};
+    }
     std::printf("%s\n", j.dump(2).c_str());
     return report && !report->ok() ? 1 : 0;
   }
@@ -196,6 +235,14 @@ int RunInspect(const InspectArgs& a) {
       c.n_group, c.topk_group, c.routed_scaling_factor);
   out += fmt::format("rope          theta {:g} ({}), max positions {}\n", c.rope.rope_theta,
                      c.rope.rope_type, c.max_position_embeddings);
+  if (moe && moe->tuned) {
+    out += fmt::format("MoE kernels   tuned config for {} on {}: {}\n", moe->dtype, moe->isa,
+                       moe->file);
+  } else if (moe) {
+    out +=
+        fmt::format("MoE kernels   DEFAULT (untuned): no {} for {} on {}\n              tune: {}\n",
+                    moe->file, moe->dtype, moe->isa, moe->command);
+  }
   out += fmt::format("\nparameters    {} ({} main + {} MTP); active per token {}\n",
                      Billions(ps.total_params), Billions(ps.main_params), Billions(ps.mtp_params),
                      Billions(ps.active_params));
@@ -264,6 +311,8 @@ VerbRun SetupInspect(CLI::App& app) {
   sub->add_option("--config", args->config, "inspect a config.json alone (no weights)");
   sub->add_flag("--json", args->json, "machine-readable output (includes every tensor)");
   sub->add_flag("--tensors", args->tensors, "list every tensor with shape and format");
+  sub->add_option("--tuned-config-dir", args->tuned_config_dir,
+                  "also look for tuned MoE kernel configs here (as serve does)");
   return [args]() -> int { return RunInspect(*args); };
 }
 

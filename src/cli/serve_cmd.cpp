@@ -123,6 +123,14 @@ int RunServe(ServeArgs& a) {
       return stop(1);
     }
     (*served)->info = std::move(*info);
+    const KernelTuningInfo tuning = (*served)->engine->kernel_tuning();
+    if (tuning.state == "tuned") {
+      (*served)->info.tuned_configs = "MoE: " + tuning.config;
+    } else if (tuning.state == "default") {
+      (*served)->info.tuned_configs = "none (MoE " + tuning.shape +
+                                      " runs the untuned default; tune: " + tuning.tune_command +
+                                      ")";
+    }
     srv.AddModel(std::move(*served));
   }
   if (Status st = srv.SetReady(); !st.ok()) {
@@ -186,6 +194,9 @@ VerbRun SetupServe(CLI::App& app) {
                   "--dp request routing: round_robin|least_load|cache_aware")
       ->capture_default_str();
   sub->add_option("--kernels", e.kernels, "force a kernel level: ref|avx2|avx512");
+  sub->add_option("--tuned-config-dir", e.tuned_config_dir,
+                  "tuned MoE kernel configs (`mxserve tune moe --output-dir`), searched after the "
+                  "shipped configs/moe/");
   sub->add_option("--page-size", e.page_size, "tokens per KV page")->capture_default_str();
   sub->add_option("--max-total-tokens", e.max_total_tokens, "KV capacity in tokens (0: auto)")
       ->capture_default_str();

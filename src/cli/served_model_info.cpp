@@ -27,8 +27,7 @@ Result<server::ModelInfo> DescribeServedModel(const std::string& dir,
     ++info.weight_formats[WeightFormatName(m.format)];
   }
   info.kv_cache_dtype = KvCacheDtypeName(kv);
-  // note: no tuned kernel configs exist yet (`mxserve tune` has not landed); the kernels run
-  // on their built-in tile choices, and the page says so rather than guessing.
+  // The engine knows which tuned MoE config it loaded; serve fills that in (kernel_tuning()).
   info.tuned_configs = "none";
   return info;
 }

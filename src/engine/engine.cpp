@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "engine/engine_factory.h"
 #include "engine/scheduler.h"
+#include "model/moe.h"
 
 namespace mx {
 
@@ -169,6 +170,16 @@ class EngineImpl final : public Engine {
 
   int64_t context_window() const override { return context_; }
   int64_t vocab_size() const override { return vocab_; }
+  KernelTuningInfo kernel_tuning() const override {
+    KernelTuningInfo k;
+    if (const MoeTuning* m = runner_->moe_tuning(); m != nullptr && m->has_moe) {
+      k.state = m->state();
+      k.config = m->file;
+      k.shape = m->dtype + " " + MoeShapeSpec(m->shape);
+      k.tune_command = m->command;
+    }
+    return k;
+  }
 
  private:
   struct Incoming {
@@ -416,7 +427,10 @@ Result<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& o) {
     tokenizer.emplace(std::move(t));
   }
   std::vector<float> kv_scales = model->kv_scales();
-  return CreateEngineWithRunner(o, MakeModelRunner(std::move(model), *kt, o.threads),
+  MX_ASSIGN_OR_RETURN(MoeTuning moe, ResolveModelMoeTuning(model->config(), model->weights(),
+                                                           kt->level, o.tuned_config_dir));
+  return CreateEngineWithRunner(o,
+                                MakeModelRunner(std::move(model), *kt, o.threads, std::move(moe)),
                                 std::move(tokenizer), std::move(eos), std::move(kv_scales));
 }
 

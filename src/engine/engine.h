@@ -133,6 +133,17 @@ struct EngineOptions {
   int32_t speculative_num_steps = 0;
   int32_t speculative_eagle_topk = 1;
   int32_t speculative_num_draft_tokens = 0;
+  // Tuned MoE kernel configs (model/moe_tuning.h): looked up in the repository's configs/moe/,
+  // then here; without one the MoE runs its untuned default and the log says how to tune it.
+  std::string tuned_config_dir;
+};
+
+// Which MoE kernel config the engine runs with, decided at load (model/moe_tuning.h).
+struct KernelTuningInfo {
+  std::string state = "none";  // "tuned", "default" (no config for this shape), "none" (no MoE)
+  std::string config;          // the file in use, or the file name that was looked for
+  std::string shape;           // "bf16 model_dim=...,moe_inter=...,E=...,topk=...,shared=..."
+  std::string tune_command;    // state "default": the command that makes the config
 };
 
 class Engine {
@@ -150,6 +161,7 @@ class Engine {
   virtual void Shutdown(std::chrono::milliseconds drain_timeout) = 0;
   virtual int64_t context_window() const = 0;
   virtual int64_t vocab_size() const = 0;
+  virtual KernelTuningInfo kernel_tuning() const { return {}; }
 };
 
 // Loads the model (and its tokenizer.json when present, for stop strings) and starts the

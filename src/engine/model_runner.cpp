@@ -17,14 +17,15 @@ namespace {
 
 class RealModelRunner final : public ModelRunner {
  public:
-  RealModelRunner(std::unique_ptr<Model> model, const KernelTable& kt, int threads)
-      : model_(std::move(model)), kt_(kt), pool_(threads) {}
+  RealModelRunner(std::unique_ptr<Model> model, const KernelTable& kt, int threads, MoeTuning moe)
+      : model_(std::move(model)), kt_(kt), pool_(threads), moe_(std::move(moe)) {}
 
   const ModelConfig& config() const override { return model_->config(); }
 
   Result<std::vector<float>> Forward(const ForwardBatch& batch, KvStore& kv) override {
     ForwardOptions opts;
     opts.logits = LogitsMode::kLast;
+    opts.moe_tuning = &moe_;
     MX_ASSIGN_OR_RETURN(ForwardOutput out, model_->Forward(batch, opts, kv, kt_, pool_));
     return std::move(out.logits);
   }
@@ -32,6 +33,7 @@ class RealModelRunner final : public ModelRunner {
   Result<ForwardOutput> ForwardRows(const ForwardBatch& batch, KvStore& kv) override {
     ForwardOptions opts;
     opts.logits = LogitsMode::kLast;
+    opts.moe_tuning = &moe_;
     return model_->Forward(batch, opts, kv, kt_, pool_);
   }
 
@@ -39,17 +41,20 @@ class RealModelRunner final : public ModelRunner {
     return model_->ForwardMtp(batch, kv, kt_, pool_);
   }
 
+  const MoeTuning* moe_tuning() const override { return &moe_; }
+
  private:
   std::unique_ptr<Model> model_;
   const KernelTable& kt_;
   ThreadPool pool_;
+  MoeTuning moe_;
 };
 
 }  // namespace
 
 std::unique_ptr<ModelRunner> MakeModelRunner(std::unique_ptr<Model> model, const KernelTable& kt,
-                                             int threads) {
-  return std::make_unique<RealModelRunner>(std::move(model), kt, threads);
+                                             int threads, MoeTuning moe) {
+  return std::make_unique<RealModelRunner>(std::move(model), kt, threads, std::move(moe));
 }
 
 }  // namespace mx

@@ -14,6 +14,7 @@
 #include "model/forward_batch.h"
 #include "model/kv_store.h"
 #include "model/model.h"
+#include "model/moe_tuning.h"
 
 namespace mx {
 
@@ -30,10 +31,14 @@ class ModelRunner {
   virtual Result<ForwardOutput> ForwardRows(const ForwardBatch& batch, KvStore& kv);
   // ... and one pass of the MTP layer alone (drafting).
   virtual Result<MtpOutput> ForwardMtp(const MtpBatch& batch, KvStore& kv);
+
+  // The MoE kernel configs the forwards run with; null for runners without a real model.
+  virtual const MoeTuning* moe_tuning() const { return nullptr; }
 };
 
-// REQUIRES: kt outlives the runner. threads <= 0: one per core.
+// REQUIRES: kt outlives the runner. threads <= 0: one per core. `moe`: the MoE kernel configs
+// (ResolveModelMoeTuning; the default-constructed value runs the untuned default).
 std::unique_ptr<ModelRunner> MakeModelRunner(std::unique_ptr<Model> model, const KernelTable& kt,
-                                             int threads);
+                                             int threads, MoeTuning moe = {});
 
 }  // namespace mx

@@ -31,6 +31,12 @@ std::string MoeExpertDtype(const ModelWeights& w) {
   return "";
 }
 
+Result<MoeTuning> ResolveModelMoeTuning(const ModelConfig& c, const ModelWeights& w,
+                                        KernelLevel level, const std::string& user_dir) {
+  const std::string dtype = MoeExpertDtype(w);
+  return ResolveMoeTuning(MoeShapeOf(c), dtype, KernelLevelName(level), user_dir, !dtype.empty());
+}
+
 namespace {
 
 struct Route {

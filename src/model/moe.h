@@ -44,4 +44,8 @@ void MoeExperts(const KernelTable& kt, ThreadPool& pool, const MoeWeights& w, co
 // "bf16", "mxfp4" or "f32": the routed experts' weight format; "" for a model without MoE layers.
 std::string MoeExpertDtype(const ModelWeights& w);
 
+// ResolveMoeTuning for a loaded model on kernel level `level` (its shape, its experts' dtype).
+Result<MoeTuning> ResolveModelMoeTuning(const ModelConfig& c, const ModelWeights& w,
+                                        KernelLevel level, const std::string& user_dir);
+
 }  // namespace mx

@@ -326,7 +326,7 @@ std::string MoeTuneCommand(const MoeShape& shape, const std::string& dtype,
 
 Result<MoeTuning> ResolveMoeTuning(const MoeShape& shape, const std::string& dtype,
                                    const std::string& isa, const std::string& user_dir,
-                                   bool has_moe) {
+                                   bool has_moe, bool log) {
   MoeTuning r;
   r.has_moe = has_moe;
   r.dtype = dtype;
@@ -355,12 +355,15 @@ Result<MoeTuning> ResolveMoeTuning(const MoeShape& shape, const std::string& dty
     r.tuned = true;
     r.file = path;
     r.table = std::move(t);
-    MX_LOG_INFO("MoE kernels: tuned config {} ({} buckets, {}..{} tokens, tuned on {} threads)",
-                path, r.table.buckets.size(), r.table.buckets.front().tokens,
-                r.table.buckets.back().tokens, r.table.threads);
+    if (log) {
+      MX_LOG_INFO("MoE kernels: tuned config {} ({} buckets, {}..{} tokens, tuned on {} threads)",
+                  path, r.table.buckets.size(), r.table.buckets.front().tokens,
+                  r.table.buckets.back().tokens, r.table.threads);
+    }
     return r;
   }
   r.command = MoeTuneCommand(shape, dtype, user_dir);
+  if (!log) return r;
   static std::mutex mu;
   static std::set<std::string> warned;  // one warning per (dtype, shape, isa) per process
   std::lock_guard<std::mutex> lock(mu);

@@ -112,13 +112,13 @@ std::string ShippedMoeConfigDir();
 
 // Looks for MoeTuneFileName(dtype, shape, isa) in ShippedMoeConfigDir(), then in `user_dir`
 // (when not empty); the first that exists wins and must parse and match the shape, dtype and
-// isa. Logs one INFO line naming the file, or (none found) ONE warning per (dtype, shape, isa)
-// per process naming the shape and the exact `mxserve tune moe` command.
+// isa. With `log`: one INFO line naming the file, or (none found) ONE warning per (dtype,
+// shape, isa) per process naming the shape and the exact `mxserve tune moe` command.
 // Errors: InvalidArgument (file + field) for a file that exists but is malformed or describes
 // another shape / dtype / isa.
 Result<MoeTuning> ResolveMoeTuning(const MoeShape& shape, const std::string& dtype,
                                    const std::string& isa, const std::string& user_dir,
-                                   bool has_moe = true);
+                                   bool has_moe = true, bool log = true);
 
 // The `mxserve tune moe` command for a shape (buckets 1..512, `output_dir` when not empty).
 std::string MoeTuneCommand(const MoeShape& shape, const std::string& dtype,

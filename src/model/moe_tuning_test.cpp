@@ -194,6 +194,12 @@ TEST(MoeTuning, UntunedShapeWarnsExactlyOnceWithTheTuneCommand) {
   ASSERT_TRUE(ResolveMoeTuning(odd, "mxfp4", "avx2", "").ok());
   ASSERT_TRUE(ResolveMoeTuning(odd, "mxfp4", "avx2", "").ok());
   EXPECT_EQ(Count(log.text(), "warning "), 2) << log.text();
+  // Quiet lookups (inspect prints the state itself) never log.
+  const MoeShape quiet{200, 96, 7, 2, 1};
+  auto q = ResolveMoeTuning(quiet, "bf16", "avx2", "", true, /*log=*/false);
+  ASSERT_TRUE(q.ok());
+  EXPECT_FALSE(q->tuned);
+  EXPECT_EQ(Count(log.text(), "model_dim=200"), 0) << log.text();
 }
 
 TEST(MoeTuning, FindsAUserConfigAndRejectsAMismatchedOne) {

@@ -126,6 +126,16 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
                          rate);
     }
   }
+  head("moe_tuned_config", "gauge",
+       "1 for the MoE kernel config state in use: tuned (a tuned config file) or default (none "
+       "for this shape, dtype and ISA: run the `mxserve tune moe` command the log names).");
+  for (const auto& m : models) {
+    if (m.tuning.state != "tuned" && m.tuning.state != "default") continue;
+    for (const char* state : {"tuned", "default"}) {
+      out += fmt::format("mxserve:moe_tuned_config{{model=\"{}\",state=\"{}\"}} {}\n", m.name,
+                         state, m.tuning.state == state ? 1 : 0);
+    }
+  }
   per_model("requests_finished_total", "counter", "Requests finished by the engine.",
             [](const MV& m) { return m.stats.requests_finished; });
   per_model("requests_aborted_total", "counter", "Requests aborted in the engine.",

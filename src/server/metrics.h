@@ -61,6 +61,7 @@ class ServerMetrics {
     std::string name;
     const ModelMetrics* metrics;
     EngineStats stats;
+    KernelTuningInfo tuning;  // rendered as mxserve:moe_tuned_config (nothing for state "none")
   };
   std::string Render(const std::vector<ModelView>& models) const;
 

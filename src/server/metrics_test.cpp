@@ -39,5 +39,27 @@ TEST(Metrics, RatiosAreZeroWithoutADenominator) {
   EXPECT_DOUBLE_EQ(CacheHitRate(s), 0.25);
 }
 
+// The MoE tuned-config gauge: one line per state for each MoE model, 1 on the state in use;
+// nothing for a model without MoE layers.
+TEST(Metrics, MoeTunedConfigGaugeByState) {
+  ModelMetrics a, b, c;
+  KernelTuningInfo tuned, untuned, none;
+  tuned.state = "tuned";
+  untuned.state = "default";
+  ServerMetrics m;
+  const std::string out =
+      m.Render({{"big", &a, {}, tuned}, {"small", &b, {}, untuned}, {"dense", &c, {}, none}});
+  EXPECT_NE(out.find("# TYPE mxserve:moe_tuned_config gauge\n"), std::string::npos);
+  EXPECT_NE(out.find("mxserve:moe_tuned_config{model=\"big\",state=\"tuned\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("mxserve:moe_tuned_config{model=\"big\",state=\"default\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("mxserve:moe_tuned_config{model=\"small\",state=\"tuned\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("mxserve:moe_tuned_config{model=\"small\",state=\"default\"} 1\n"),
+            std::string::npos);
+  EXPECT_EQ(out.find("moe_tuned_config{model=\"dense\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mx::server

@@ -221,7 +221,8 @@ Status Server::Bind() {
   http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
     std::vector<ServerMetrics::ModelView> views;
     if (s.ready.load()) {
-      for (const auto& m : s.models) views.push_back({m->name, &m->metrics, m->engine->Stats()});
+      for (const auto& m : s.models)
+        views.push_back({m->name, &m->metrics, m->engine->Stats(), m->engine->kernel_tuning()});
     }
     res.set_content(s.metrics.Render(views), "text/plain; version=0.0.4");
   });
