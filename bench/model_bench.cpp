@@ -1,0 +1,275 @@
+// Forward-pass benchmark on the bench-scale configuration (../shared/configs/bench-scale.json:
+// GlmMoeDsa, hidden 2048, 8 layers, 32 routed experts top-8, moe_intermediate 768, vocab 32000,
+// dense indexer below index_topk 2048): measures this machine's read bandwidth and the
+// kernels' bf16 GEMM rate, generates a random bf16 checkpoint of that config once (and its
+// MXFP4 quantization with the default recipe), then times decode steps at batch 1, 8 and 32
+// after a 128-token context, and a 512-token prefill, with bf16 and with MXFP4 experts.
+// Decode is reported against the bandwidth floor: the bytes of every weight the step touches
+// (attention, indexer, dense, shared experts, router, lm_head, and each routed expert that the
+// router actually picked for some row, counted once) / bandwidth. Prefill against the GEMM rate
+// (2 · active parameters FLOPs per token, attention excluded). Best of `repeats`.
+//
+//   model_bench [dir=/tmp/mxserve-bench-scale] [threads=0] [repeats=3] [steps=8]
+//               [config=../shared/configs/bench-scale.json] [batches=1,8,32] [prefill=512]
+//               [context=128] [mxfp4=1]
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/bandwidth.h"
+#include "base/log.h"
+#include "base/numerics.h"
+#include "base/thread_pool.h"
+#include "io/model_config.h"
+#include "io/safetensors_writer.h"
+#include "kernels/kernels.h"
+#include "model/model.h"
+#include "model/tensor_plan.h"
+#include "quant/quantizer.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "model_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+// Random bf16 weights N(0, 0.02); norms 1; biases 0. Deterministic per tensor name.
+mx::Status WriteRandomCheckpoint(const std::string& config_path, const std::string& dir) {
+  auto cfg = mx::LoadModelConfig(config_path);
+  if (!cfg.ok()) return cfg.status();
+  fs::create_directories(dir);
+  fs::copy_file(config_path, fs::path(dir) / "config.json", fs::copy_options::overwrite_existing);
+  mx::SafetensorsWriter w;
+  for (const mx::TensorSpec& spec : mx::ExpectedTensors(*cfg)) {
+    const std::string name = spec.name;
+    const int64_t n = spec.numel();
+    const mx::DType dt = spec.dtype;
+    const bool norm = name.find("norm.weight") != std::string::npos ||
+                      name.find("layernorm.weight") != std::string::npos;
+    const bool zero = name.find("bias") != std::string::npos;
+    MX_RETURN_IF_ERROR(w.AddLazy(name, dt, spec.shape, [=](mx::ByteSink& out) -> mx::Status {
+      std::mt19937_64 rng(std::hash<std::string>{}(name));
+      std::normal_distribution<float> g(0.0f, 0.02f);
+      const int64_t chunk = 1 << 16;
+      std::vector<uint8_t> buf;
+      for (int64_t at = 0; at < n; at += chunk) {
+        const int64_t m = std::min(chunk, n - at);
+        if (dt == mx::DType::kF32) {
+          buf.resize(m * 4);
+          for (int64_t i = 0; i < m; ++i) {
+            const float v = zero ? 0.0f : (norm ? 1.0f : g(rng));
+            std::memcpy(buf.data() + i * 4, &v, 4);
+          }
+        } else {
+          buf.resize(m * 2);
+          for (int64_t i = 0; i < m; ++i) {
+            const uint16_t h = mx::F32ToBf16(zero ? 0.0f : (norm ? 1.0f : g(rng)));
+            std::memcpy(buf.data() + i * 2, &h, 2);
+          }
+        }
+        MX_RETURN_IF_ERROR(out.Write(buf.data(), buf.size()));
+      }
+      return mx::Status::Ok();
+    }));
+  }
+  return w.Write(dir);
+}
+
+int64_t Bytes(const mx::LinearWeight& w) {
+  if (w.is_mxfp4()) return w.n * (w.k / 2) + w.n * (w.k / 32);
+  return w.n * w.k * (w.dtype == mx::DType::kF32 ? 4 : 2);
+}
+
+// Bytes of the weights one step touches, given the experts the router chose per MoE layer.
+double TouchedBytes(const mx::Model& m, const mx::ForwardOutput& out) {
+  const mx::ModelWeights& w = m.weights();
+  double b = static_cast<double>(Bytes(w.lm_head));
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const mx::LayerWeights& lw = w.layers[l];
+    for (const mx::LinearWeight* x :
+         {&lw.attn.q_a_proj, &lw.attn.q_b_proj, &lw.attn.kv_a_proj_with_mqa, &lw.attn.kv_b_proj,
+          &lw.attn.o_proj}) {
+      b += static_cast<double>(Bytes(*x));
+    }
+    if (lw.has_indexer) {
+      for (const mx::LinearWeight* x :
+           {&lw.indexer.wq_b, &lw.indexer.wk, &lw.indexer.weights_proj}) {
+        b += static_cast<double>(Bytes(*x));
+      }
+    }
+    auto mlp = [&](const mx::MlpWeights& e) {
+      return static_cast<double>(Bytes(e.gate_proj) + Bytes(e.up_proj) + Bytes(e.down_proj));
+    };
+    if (!lw.is_moe) {
+      b += mlp(lw.mlp);
+      continue;
+    }
+    b += static_cast<double>(Bytes(lw.moe.gate));
+    if (lw.moe.has_shared) b += mlp(lw.moe.shared_experts);
+    const auto it = out.router.find(static_cast<int64_t>(l));
+    if (it == out.router.end()) continue;
+    const std::set<int32_t> used(it->second.experts.begin(), it->second.experts.end());
+    for (int32_t e : used) b += mlp(lw.moe.experts[e]);
+  }
+  return b;
+}
+
+struct Result {
+  double seconds = 1e30;
+  double bytes = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::map<std::string, std::string> a = {
+      {"dir", "/tmp/mxserve-bench-scale"},
+      {"threads", "0"},
+      {"repeats", "3"},
+      {"steps", "8"},
+      {"config", std::string(MX_SOURCE_DIR) + "/../shared/configs/bench-scale.json"},
+      {"batches", "1,8,32"},
+      {"prefill", "512"},
+      {"context", "128"},
+      {"mxfp4", "1"},
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos || !a.contains(s.substr(0, eq))) {
+      Die("unknown argument " + s + " (key=value; see the file's header)");
+    }
+    a[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  (void)mx::SetLogLevel("warn");
+  const std::string bf16_dir = a["dir"] + "/bf16", mx_dir = a["dir"] + "/mxfp4";
+  if (!fs::exists(bf16_dir + "/model.safetensors") &&
+      !fs::exists(bf16_dir + "/model.safetensors.index.json")) {
+    std::printf("writing the random bench-scale checkpoint to %s ...\n", bf16_dir.c_str());
+    std::fflush(stdout);
+    if (auto s = WriteRandomCheckpoint(a["config"], bf16_dir); !s.ok()) Die(s.ToString());
+  }
+  const bool with_mx = a["mxfp4"] == "1";
+  if (with_mx && !fs::exists(mx_dir + "/config.json")) {
+    std::printf("quantizing it (routed experts to MXFP4) to %s ...\n", mx_dir.c_str());
+    std::fflush(stdout);
+    mx::quant::QuantizeOptions qo;
+    if (auto s = mx::quant::QuantizeCheckpoint(bf16_dir, mx_dir, qo); !s.ok()) {
+      Die(s.status().ToString());
+    }
+  }
+  mx::ThreadPool pool(std::stoi(a["threads"]));
+  const mx::KernelTable& kt = mx::SelectKernels();
+  const int repeats = std::stoi(a["repeats"]);
+  // Ceilings: read bandwidth, and the kernels' bf16 GEMM rate at a prefill-like shape.
+  double bw = 0;
+  for (int i = 0; i < repeats; ++i) bw = std::max(bw, mx::MeasureReadBandwidthGBps(pool));
+  double gemm_gflops = 0;
+  {
+    const int64_t m = 512, k = 2048, n = 2048;
+    std::vector<float> x(m * k, 0.5f), y(m * n);
+    std::vector<uint16_t> wt(n * k, mx::F32ToBf16(0.01f));
+    for (int i = 0; i < repeats; ++i) {
+      const double t0 = Now();
+      mx::GemmBf16(kt, pool, x.data(), m, k, wt.data(), n, y.data());
+      gemm_gflops = std::max(gemm_gflops, 2.0 * m * n * k / (Now() - t0) / 1e9);
+    }
+  }
+  std::printf(
+      "\nmachine: %d threads, kernels %s, read bandwidth %.1f GB/s (best of %d), "
+      "bf16 GEMM 512x2048x2048 %.1f GFLOP/s with these kernels (the machine's own "
+      "ceilings: ../shared/reference/cpu-anchors.md)\n\n",
+      pool.size(), mx::KernelLevelName(kt.level), bw, repeats, gemm_gflops);
+  std::printf(
+      "| weights | measurement | tok/s | ms per step | GB touched per step | "
+      "%% of bandwidth floor | GFLOP/s | %% of GEMM rate |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|\n");
+  std::vector<int> batches;
+  {
+    std::stringstream ss(a["batches"]);
+    std::string x;
+    while (std::getline(ss, x, ',')) batches.push_back(std::stoi(x));
+  }
+  const int64_t ctx = std::stoll(a["context"]), steps = std::stoll(a["steps"]);
+  const int64_t n_prefill = std::stoll(a["prefill"]);
+  for (const std::string& dir :
+       with_mx ? std::vector<std::string>{bf16_dir, mx_dir} : std::vector<std::string>{bf16_dir}) {
+    auto model = mx::Model::Load(dir);
+    if (!model.ok()) Die(model.status().ToString());
+    const mx::ModelConfig& c = (*model)->config();
+    const char* label = dir == bf16_dir ? "bf16" : "MXFP4 experts";
+    std::mt19937 rng(1);
+    // Decode at each batch size: every sequence has `ctx` tokens of context, then `steps`
+    // single-token steps; the best step of all repeats.
+    for (int b : batches) {
+      Result best;
+      for (int rep = 0; rep < repeats; ++rep) {
+        mx::ContiguousKvStore kv(c, ctx + steps + 1);
+        mx::ForwardBatch pre;
+        for (int s = 0; s < b; ++s) {
+          mx::SequenceInput in;
+          in.seq = kv.AddSequence();
+          for (int64_t i = 0; i < ctx; ++i)
+            in.tokens.push_back(static_cast<int32_t>(rng() % 32000));
+          pre.seqs.push_back(std::move(in));
+        }
+        if (!(*model)->Forward(pre, mx::ForwardOptions(), kv, kt, pool).ok()) Die("prefill");
+        for (int64_t st = 0; st < steps; ++st) {
+          mx::ForwardBatch fb;
+          for (int s = 0; s < b; ++s) {
+            fb.seqs.push_back({s, ctx + st, {static_cast<int32_t>(rng() % 32000)}, {}});
+          }
+          mx::ForwardOptions o;
+          o.want_router = true;
+          const double t0 = Now();
+          auto out = (*model)->Forward(fb, o, kv, kt, pool);
+          const double t = Now() - t0;
+          if (!out.ok()) Die(out.status().ToString());
+          if (t < best.seconds) best = {t, TouchedBytes(**model, *out)};
+        }
+      }
+      const double floor = best.bytes / (bw * 1e9);
+      std::printf("| %s | decode, batch %d | %.1f | %.2f | %.3f | %.0f%% | | |\n", label, b,
+                  b / best.seconds, best.seconds * 1e3, best.bytes / 1e9,
+                  100.0 * floor / best.seconds);
+      std::fflush(stdout);
+    }
+    // Prefill of n_prefill tokens in one sequence.
+    double best = 1e30;
+    for (int rep = 0; rep < repeats; ++rep) {
+      mx::ContiguousKvStore kv(c, n_prefill);
+      mx::SequenceInput in;
+      in.seq = kv.AddSequence();
+      for (int64_t i = 0; i < n_prefill; ++i)
+        in.tokens.push_back(static_cast<int32_t>(rng() % 32000));
+      mx::ForwardBatch fb;
+      fb.seqs.push_back(std::move(in));
+      const double t0 = Now();
+      if (!(*model)->Forward(fb, mx::ForwardOptions(), kv, kt, pool).ok()) Die("prefill");
+      best = std::min(best, Now() - t0);
+    }
+    const auto ps = mx::Summarize(c, mx::ExpectedTensors(c));
+    const double flops = 2.0 * static_cast<double>(ps.active_params) * n_prefill;
+    std::printf("| %s | prefill, %lld tokens | %.1f | %.1f | | | %.1f | %.0f%% |\n", label,
+                static_cast<long long>(n_prefill), n_prefill / best, best * 1e3, flops / best / 1e9,
+                100.0 * flops / best / 1e9 / gemm_gflops);
+    std::fflush(stdout);
+  }
+  return 0;
+}
