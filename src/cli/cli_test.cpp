@@ -336,3 +336,45 @@ TEST(Cli, LogitsKvCacheDtypes) {
 }
 
 }  // namespace
+
+namespace {
+
+// quant-report: a checkpoint against itself is KLD 0 and 100% agreement with equal PPLs; against
+// its MXFP4 quantization (made here with `quantize`) KLD > 0; the base PPL equals `perplexity`'s.
+TEST(Cli, QuantReportAgainstItselfAndItsMxfp4) {
+  namespace fs = std::filesystem;
+  const std::string tmp = ::testing::TempDir();
+  const std::string text = (fs::path(tmp) / "mx_qr.txt").string();
+  {
+    std::ofstream f(text);
+    f << "The licenses for most software and other practical works are designed to take away "
+         "your freedom to share and change the works. By contrast, the GNU General Public "
+         "License is intended to guarantee your freedom to share and change all versions.";
+  }
+  const std::string model = std::string(MX_TEST_DATA_DIR) + "/tiny";
+  const std::string quant = (fs::path(tmp) / "mx_qr_mxfp4").string();
+  ASSERT_EQ(Exec("quantize " + model + " " + quant + " --format mxfp4 --overwrite").code, 0);
+  fs::copy_file(fs::path(model) / "tokenizer.json", fs::path(quant) / "tokenizer.json",
+                fs::copy_options::overwrite_existing);
+  auto number_after = [](const std::string& out, const std::string& key) {
+    const auto p = out.find(key);
+    EXPECT_NE(p, std::string::npos) << key << " in " << out;
+    return p == std::string::npos ? -1.0 : std::stod(out.substr(p + key.size()));
+  };
+  CmdResult self = Exec("quant-report " + model + " " + model + " --text " + text, false);
+  ASSERT_EQ(self.code, 0) << self.out;
+  EXPECT_NEAR(number_after(self.out, "mean KLD(base || quantized) "), 0.0, 1e-9) << self.out;
+  EXPECT_NEAR(number_after(self.out, "top-1 agreement "), 100.0, 1e-9);
+  CmdResult q = Exec("quant-report " + model + " " + quant + " --text " + text, false);
+  ASSERT_EQ(q.code, 0) << q.out;
+  EXPECT_GT(number_after(q.out, "mean KLD(base || quantized) "), 1e-6) << q.out;
+  const double base_ppl = number_after(q.out, "| PPL | ");
+  CmdResult ppl = Exec("perplexity " + model + " --text " + text, false);
+  ASSERT_EQ(ppl.code, 0);
+  EXPECT_NEAR(base_ppl, number_after(ppl.out, "PPL "), 1e-3 * base_ppl);
+  EXPECT_NE(Exec("quant-report " + model + " /nonexistent --text " + text).code, 0);
+  fs::remove_all(quant);
+  fs::remove(text);
+}
+
+}  // namespace

@@ -26,6 +26,8 @@ struct PerplexityArgs {
   std::string model_dir;
   std::string text;
   std::string kl_base;
+  bool report = false;  // quant-report: the base-vs-quantized table
+  double max_kld = 0.02, min_top1 = 97.0;
   int64_t ctx = 512;
   int64_t stride = 0;  // 0 = ctx / 2
   std::string kernels;
@@ -91,7 +93,7 @@ int RunPerplexity(const PerplexityArgs& a) {
   const int64_t N = static_cast<int64_t>(ids.size()), V = c.vocab_size;
 
   ThreadPool pool(Globals().threads);
-  double nll_sum = 0, nll_sq = 0, kl_sum = 0;
+  double nll_sum = 0, nll_sq = 0, kl_sum = 0, bnll_sum = 0, bnll_sq = 0;
   int64_t scored = 0, agree = 0;
   int64_t next_unscored = 1;  // first token index whose prediction is not yet scored
   std::vector<double> lp, lpb;
@@ -116,6 +118,8 @@ int RunPerplexity(const PerplexityArgs& a) {
       ++scored;
       if (base) {
         LogSoftmax(base_logits.data() + r * V, V, lpb);
+        bnll_sum += -lpb[ids[t]];
+        bnll_sq += lpb[ids[t]] * lpb[ids[t]];
         double kl = 0;
         for (int64_t v = 0; v < V; ++v) kl += std::exp(lpb[v]) * (lpb[v] - lp[v]);
         kl_sum += std::max(kl, 0.0);
@@ -129,10 +133,31 @@ int RunPerplexity(const PerplexityArgs& a) {
     if (end == N) break;
   }
   std::fprintf(stderr, "\n");
-  const double mean = nll_sum / scored;
-  const double var = scored > 1 ? (nll_sq / scored - mean * mean) * scored / (scored - 1) : 0.0;
-  const double se_nll = std::sqrt(std::max(var, 0.0) / scored);
+  // Mean NLL and its standard error over the scored tokens (llama.cpp's method).
+  auto stats = [&](double sum, double sq) {
+    const double mean = sum / scored;
+    const double var = scored > 1 ? (sq / scored - mean * mean) * scored / (scored - 1) : 0.0;
+    return std::pair<double, double>(mean, std::sqrt(std::max(var, 0.0) / scored));
+  };
+  const auto [mean, se_nll] = stats(nll_sum, nll_sq);
   const double ppl = std::exp(mean);
+  if (a.report) {
+    const auto [bmean, bse] = stats(bnll_sum, bnll_sq);
+    const double bppl = std::exp(bmean), kld = kl_sum / scored;
+    const double top1 = 100.0 * static_cast<double>(agree) / static_cast<double>(scored);
+    std::printf("quant-report: %s vs base %s on %s (%lld tokens, ctx %lld, stride %lld)\n\n",
+                a.model_dir.c_str(), a.kl_base.c_str(), a.text.c_str(), (long long)scored,
+                (long long)a.ctx, (long long)stride);
+    std::printf("| | base | quantized | delta |\n|---|---:|---:|---:|\n");
+    std::printf("| PPL | %.4f +/- %.4f | %.4f +/- %.4f | %+.2f%% |\n", bppl, bppl * bse, ppl,
+                ppl * se_nll, 100.0 * (ppl / bppl - 1.0));
+    std::printf("| mean NLL | %.6f | %.6f | %+.6f |\n", bmean, mean, mean - bmean);
+    std::printf("\nmean KLD(base || quantized) %.6f (target <= %.2f: %s)\n", kld, a.max_kld,
+                kld <= a.max_kld ? "met" : "NOT met");
+    std::printf("top-1 agreement %.2f%% (target >= %.0f%%: %s)\n", top1, a.min_top1,
+                top1 >= a.min_top1 ? "met" : "NOT met");
+    return 0;
+  }
   std::printf("tokens %lld  ctx %lld  stride %lld\n", (long long)scored, (long long)a.ctx,
               (long long)stride);
   std::printf("mean NLL %.6f +/- %.6f\n", mean, se_nll);
@@ -162,6 +187,27 @@ VerbRun SetupPerplexity(CLI::App& app) {
 }
 
 MX_REGISTER_VERB(perplexity, "perplexity", 61, SetupPerplexity);
+
+// `mxserve quant-report BASE_DIR QUANT_DIR --text FILE`: the perplexity of both checkpoints on
+// the same windows, the mean KL divergence of the quantized next-token distributions from the
+// base's, and their top-1 agreement, against the MXFP4 targets (KLD <= 0.02, top-1 >= 97%).
+VerbRun SetupQuantReport(CLI::App& app) {
+  auto a = std::make_shared<PerplexityArgs>();
+  a->report = true;
+  auto* sub = app.add_subcommand(
+      "quant-report", "Quantized vs base: perplexity of both, mean KL divergence, top-1 agreement");
+  sub->add_option("base_dir", a->kl_base, "the base (e.g. bf16) checkpoint")->required();
+  sub->add_option("quant_dir", a->model_dir, "the quantized checkpoint")->required();
+  sub->add_option("--text", a->text, "text file")->required();
+  sub->add_option("--ctx", a->ctx, "window length in tokens")->capture_default_str();
+  sub->add_option("--stride", a->stride, "window step (default ctx/2)");
+  sub->add_option("--max-kld", a->max_kld, "KLD target")->capture_default_str();
+  sub->add_option("--min-top1", a->min_top1, "top-1 agreement target (%)")->capture_default_str();
+  sub->add_option("--kernels", a->kernels, "force a kernel level: ref|avx2|avx512");
+  return [a]() -> int { return RunPerplexity(*a); };
+}
+
+MX_REGISTER_VERB(quant_report, "quant-report", 62, SetupQuantReport);
 
 }  // namespace
 }  // namespace mx::cli
