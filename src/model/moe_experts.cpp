@@ -25,6 +25,7 @@ struct Job {
   int64_t off;           // first row in X / Y
   int64_t f;             // width (gate_proj rows)
   int64_t goff;          // first element in G / U (Σ earlier n · f)
+  bool mx;               // MXFP4 weights (the shared expert may be bf16 when routed are MXFP4)
 };
 
 // The activations of one job: fp32 rows, and their Q8 blocks for an MXFP4 weight.
@@ -59,7 +60,6 @@ class ExpertRunner {
     }
     if (any == nullptr) return;
     D_ = any->gate_proj.k;
-    mx_ = any->gate_proj.is_mxfp4();
     shared_rows_.resize(T);
     for (int64_t r = 0; r < T; ++r) shared_rows_[r] = r;
     for (size_t e = 0; e < by_expert.size(); ++e) {
@@ -115,26 +115,30 @@ class ExpertRunner {
     for (int64_t b = 0; b < n; b += tile) {
       const int64_t c = std::min(tile, n - b);
       const int64_t f = w->gate_proj.n;
-      jobs_.push_back({w, rows + b, weights == nullptr ? nullptr : weights + b, c, R_, f, G_});
+      const bool mx = w->gate_proj.is_mxfp4();
+      jobs_.push_back({w, rows + b, weights == nullptr ? nullptr : weights + b, c, R_, f, G_, mx});
+      mx_ = mx_ || mx;
       R_ += c;
       G_ += c * f;
     }
   }
 
   Act X(const Job& j) const {
-    return {x_.data() + j.off * D_, mx_ ? xq_.data() + j.off * (D_ / 32) : nullptr};
+    return {x_.data() + j.off * D_, j.mx ? xq_.data() + j.off * (D_ / 32) : nullptr};
   }
   Act H(const Job& j) const {
-    return {g_.data() + j.goff, mx_ ? hq_.data() + j.goff / 32 : nullptr};
+    return {g_.data() + j.goff, j.mx ? hq_.data() + j.goff / 32 : nullptr};
   }
 
   // Q8 blocks of the job's X rows / G rows (MXFP4 weights only).
   void QuantizeX(const Job& j) {
+    if (!j.mx) return;
     for (int64_t r = j.off; r < j.off + j.n; ++r) {
       QuantizeRowQ8(x_.data() + r * D_, D_, xq_.data() + r * (D_ / 32));
     }
   }
   void QuantizeH(const Job& j) {
+    if (!j.mx) return;
     for (int64_t i = 0; i < j.n; ++i) {
       QuantizeRowQ8(g_.data() + j.goff + i * j.f, j.f, hq_.data() + (j.goff + i * j.f) / 32);
     }
@@ -173,13 +177,13 @@ class ExpertRunner {
 
   // One parallel pass for gate, up and SiLU·up, one for down.
   void ColumnsFused(const Job& j) {
-    if (mx_) {
+    if (j.mx) {
       xq_.resize(R_ * (D_ / 32));
       hq_.resize(G_ / 32);
       QuantizeX(j);
     }
     pool_.parallel_for(0, j.f, [&](int64_t lo, int64_t hi, int) { GateUp(j, lo, hi); });
-    if (mx_) QuantizeH(j);
+    QuantizeH(j);
     pool_.parallel_for(0, D_, [&](int64_t lo, int64_t hi, int) { Down(j, lo, hi); });
   }
 
@@ -220,7 +224,7 @@ class ExpertRunner {
       for (const Job& j : jobs_) {
         if (j.off < lo || j.off >= hi) continue;
         GateUp(j, 0, j.f);
-        if (mx_) QuantizeH(j);
+        QuantizeH(j);
         Down(j, 0, D_);
       }
     });
@@ -231,7 +235,7 @@ class ExpertRunner {
   const MoeKernelConfig cfg_;
   const int64_t T_;
   int64_t D_ = 0, R_ = 0, G_ = 0;  // model_dim, Σ n, Σ n · f
-  bool mx_ = false;
+  bool mx_ = false;                // any job has MXFP4 weights
   std::vector<int64_t> shared_rows_;
   std::vector<Job> jobs_;
   std::vector<float> x_, g_, u_, y_;  // [R, D], [G], [G], [R, D]

@@ -1,7 +1,7 @@
 // MoeExperts under every config kind (split × fuse × tiling × token tile) gives exactly the
 // default's output, for bf16, f32 and MXFP4 experts, with a shared expert twice as wide, on
-// every compiled kernel level; and the default matches a float64 loop over the dequantized
-// weights (the routed sum the MoE block defines).
+// every compiled kernel level (also MXFP4 routed experts beside a bf16 shared one); and the default
+// matches a float64 loop over the dequantized weights (the routed sum the MoE block defines).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -58,12 +58,15 @@ struct MoeCase {
   std::vector<ExpertRows> routes;
 };
 
+// "mxfp4+bf16": MXFP4 routed experts with a bf16 shared expert (the default quantize recipe).
 MoeCase Make(const std::string& dtype) {
   std::mt19937 rng(42);
   MoeCase s;
-  for (int64_t e = 0; e < E; ++e) s.w.experts.push_back(Expert(dtype, F, rng));
+  const std::string routed = dtype == "mxfp4+bf16" ? "mxfp4" : dtype;
+  const std::string shared = dtype == "mxfp4+bf16" ? "bf16" : dtype;
+  for (int64_t e = 0; e < E; ++e) s.w.experts.push_back(Expert(routed, F, rng));
   s.w.has_shared = true;
-  s.w.shared_experts = Expert(dtype, 2 * F, rng);  // n_shared = 2
+  s.w.shared_experts = Expert(shared, 2 * F, rng);  // n_shared = 2
   std::normal_distribution<float> nd(0.0f, 1.0f);
   s.x.resize(T * D);
   for (auto& v : s.x) v = nd(rng);
@@ -133,7 +136,7 @@ std::vector<double> Exact(const MoeCase& s) {
 
 TEST(MoeExperts, EveryConfigEqualsTheDefaultExactly) {
   ThreadPool pool(3);
-  for (const std::string dtype : {"bf16", "f32", "mxfp4"}) {
+  for (const std::string dtype : {"bf16", "f32", "mxfp4", "mxfp4+bf16"}) {
     const MoeCase s = Make(dtype);
     for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
       const KernelTable* kt = GetKernelTable(l);
@@ -154,14 +157,14 @@ TEST(MoeExperts, EveryConfigEqualsTheDefaultExactly) {
 // MXFP4 adds the int8 activation rounding (mxfp4.h), within 3 % of the output's scale.
 TEST(MoeExperts, DefaultMatchesFloat64) {
   ThreadPool pool(2);
-  for (const std::string dtype : {"bf16", "f32", "mxfp4"}) {
+  for (const std::string dtype : {"bf16", "f32", "mxfp4", "mxfp4+bf16"}) {
     const MoeCase s = Make(dtype);
     const std::vector<double> want = Exact(s);
     double scale = 0;
     for (double v : want) scale = std::max(scale, std::fabs(v));
     std::vector<float> y(T * D, NAN);
     MoeExperts(SelectKernels(), pool, s.w, s.x.data(), T, s.routes, DefaultMoeConfig(), y.data());
-    const double tol = dtype == "mxfp4" ? 3e-2 : 1e-5;
+    const double tol = dtype.starts_with("mxfp4") ? 3e-2 : 1e-5;
     for (int64_t i = 0; i < T * D; ++i) {
       ASSERT_NEAR(y[i], want[i], tol * scale) << dtype << " at " << i;
     }
