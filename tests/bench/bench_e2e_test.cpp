@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../common/serve_process.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -29,12 +31,7 @@ const fs::path kWork = fs::temp_directory_path() / ("mx-bench-e2e-" + std::to_st
 const std::string kModelDir = std::string(MX_SOURCE_DIR) + "/models/glm-moe-dsa-arith-6m";
 constexpr int kPageSize = 64;  // the server's --page-size: radix hits are whole pages
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using mx::e2e::Slurp;
 
 std::vector<json> JsonLines(const fs::path& p) {
   std::vector<json> out;
@@ -45,24 +42,7 @@ std::vector<json> JsonLines(const fs::path& p) {
   return out;
 }
 
-size_t Append(char* ptr, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(ptr, size * n);
-  return size * n;
-}
-
-// GET url; the HTTP status (0 when there was no answer) and the body.
-std::pair<long, std::string> Get(const std::string& url) {
-  std::string body;
-  CURL* c = curl_easy_init();
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Append);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-  long code = 0;
-  if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-  curl_easy_cleanup(c);
-  return {code, body};
-}
+std::pair<long, std::string> Get(const std::string& url) { return mx::e2e::HttpGet(url); }
 
 // The served model's counters from /metrics: "mxserve:NAME{model="arith"} VALUE" -> NAME.
 std::map<std::string, double> Counters(const std::string& url) {
@@ -88,21 +68,11 @@ struct Delta {
   }
 };
 
-struct Cmd {
-  int code;
-  std::string out;
-};
+using mx::e2e::Cmd;
 
 // stdout and stderr apart: stdout carries the tables, stderr the per-point lines.
 Cmd Mxserve(const std::string& args) {
-  const fs::path err = kWork / "cmd.stderr";
-  const std::string cmd = std::string(MXSERVE_BIN) + " " + args + " 2>" + err.string();
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out + Slurp(err)};
+  return mx::e2e::RunCommand(MXSERVE_BIN, args, kWork / "cmd.stderr");
 }
 
 // A latency summary in the JSON: positive, and mean/percentiles in order.
@@ -182,54 +152,27 @@ class BenchE2e : public testing::Test {
   static void SetUpTestSuite() {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     fs::create_directories(kWork);
-    const std::string log = (kWork / "serve.log").string();
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* f = std::freopen(log.c_str(), "w", stderr);
-      if (f == nullptr || dup2(fileno(stderr), STDOUT_FILENO) < 0) _exit(127);
-      execl(MXSERVE_BIN, "mxserve", "--threads", "1", "serve", kModelDir.c_str(),
-            "--served-model-name", "arith", "--host", "127.0.0.1", "--port", "0", "--page-size",
-            std::to_string(kPageSize).c_str(), "--no-webui", nullptr);
-      _exit(127);
-    }
-    const std::string key = "listening on http://127.0.0.1:";
-    for (int i = 0; i < 1200; ++i) {  // 120 s
-      if (url_.empty()) {
-        const std::string text = Slurp(log);
-        const size_t at = text.find(key);
-        const int port = at == std::string::npos ? 0 : std::atoi(text.c_str() + at + key.size());
-        if (port > 0) url_ = "http://127.0.0.1:" + std::to_string(port);
-      }
-      if (!url_.empty() && Get(url_ + "/health").first == 200) return;
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    start_error_ = "mxserve serve did not become healthy:\n" + Slurp(log);
+    server_.Start(
+        MXSERVE_BIN,
+        {"--threads", "1", "serve", kModelDir, "--served-model-name", "arith", "--host",
+         "127.0.0.1", "--port", "0", "--page-size", std::to_string(kPageSize), "--no-webui"},
+        kWork / "serve.log");
+    url_ = server_.url();
   }
 
   static void TearDownTestSuite() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int status = 0;
-      waitpid(pid_, &status, 0);
-    }
+    server_.Stop();
     fs::remove_all(kWork);
   }
 
-  void SetUp() override { ASSERT_TRUE(start_error_.empty()) << start_error_; }
+  void SetUp() override { ASSERT_TRUE(server_.error().empty()) << server_.error(); }
 
-  static pid_t pid_;
+  static mx::e2e::ServeProcess server_;
   static std::string url_;
-  static std::string start_error_;
 };
 
-pid_t BenchE2e::pid_ = -1;
+mx::e2e::ServeProcess BenchE2e::server_;
 std::string BenchE2e::url_;
-std::string BenchE2e::start_error_;
 
 TEST_F(BenchE2e, ServeWarmedPrefixesHitTheRadixCache) {
   const Workload w{.num_prompts = 12, .seed = 11};

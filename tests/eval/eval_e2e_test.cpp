@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../common/serve_process.h"
 #include "eval/datasets.h"
 #include "eval/extract.h"
 
@@ -32,12 +33,7 @@ using mx::eval::NormalizeNumber;
 
 const fs::path kWork = fs::temp_directory_path() / ("mx-eval-e2e-" + std::to_string(::getpid()));
 
-std::string ReadAll(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using mx::e2e::Slurp;
 
 std::vector<json> ReadJsonl(const fs::path& p) {
   std::vector<json> out;
@@ -47,90 +43,39 @@ std::vector<json> ReadJsonl(const fs::path& p) {
   return out;
 }
 
-bool Healthy(const std::string& url) {
-  CURL* c = curl_easy_init();
-  curl_easy_setopt(c, CURLOPT_URL, (url + "/health").c_str());
-  curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
-  long code = 0;
-  const bool ok = curl_easy_perform(c) == CURLE_OK &&
-                  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK && code == 200;
-  curl_easy_cleanup(c);
-  return ok;
-}
-
-struct Cmd {
-  int code;
-  std::string out;
-};
+using mx::e2e::Cmd;
 
 Cmd Mxserve(const std::string& args) {
-  const std::string cmd = std::string(MXSERVE_BIN) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return mx::e2e::RunCommand(MXSERVE_BIN, args, kWork / "cmd.stderr");
 }
 
 // One server for the whole suite.
 class EvalE2e : public testing::Test {
  protected:
   static void SetUpTestSuite() {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
     fs::create_directories(kWork);
-    const std::string log = (kWork / "serve.log").string();
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* f = std::freopen(log.c_str(), "w", stderr);
-      if (f == nullptr || dup2(fileno(stderr), STDOUT_FILENO) < 0) _exit(127);
-      const std::string model = std::string(MX_SOURCE_DIR) + "/models/glm-moe-dsa-arith-6m";
-      execl(MXSERVE_BIN, "mxserve", "--threads", "1", "serve", model.c_str(), "--served-model-name",
-            "arith", "--host", "127.0.0.1", "--port", "0", nullptr);
-      _exit(127);
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (url_.empty()) {
-        const std::string text = ReadAll(log);
-        const std::string key = "listening on http://127.0.0.1:";
-        const size_t at = text.find(key);
-        if (at != std::string::npos) {
-          const int port = std::atoi(text.c_str() + at + key.size());
-          if (port > 0) url_ = "http://127.0.0.1:" + std::to_string(port);
-        }
-      }
-      if (!url_.empty() && Healthy(url_)) return;
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    start_error_ = "mxserve serve did not become healthy:\n" + ReadAll(log);
+    server_.Start(
+        MXSERVE_BIN,
+        {"--threads", "1", "serve", std::string(MX_SOURCE_DIR) + "/models/glm-moe-dsa-arith-6m",
+         "--served-model-name", "arith", "--host", "127.0.0.1", "--port", "0"},
+        kWork / "serve.log");
+    url_ = server_.url();
   }
 
   static void TearDownTestSuite() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int status = 0;
-      waitpid(pid_, &status, 0);
-    }
+    server_.Stop();
     fs::remove_all(kWork);
   }
 
-  void SetUp() override { ASSERT_TRUE(start_error_.empty()) << start_error_; }
+  void SetUp() override { ASSERT_TRUE(server_.error().empty()) << server_.error(); }
 
-  static pid_t pid_;
+  static mx::e2e::ServeProcess server_;
   static std::string url_;
-  static std::string start_error_;
 };
 
-pid_t EvalE2e::pid_ = -1;
+mx::e2e::ServeProcess EvalE2e::server_;
 std::string EvalE2e::url_;
-std::string EvalE2e::start_error_;
 
 // Every record's verdict follows from its output; the summary adds the records up.
 void ExpectConsistent(const std::vector<json>& log, const json& summary) {
@@ -177,7 +122,7 @@ TEST_F(EvalE2e, ArithChatTenProblems) {
     EXPECT_NE(log[i]["output"].get<std::string>().find("#### "), std::string::npos)
         << log[i].dump();
   }
-  const json summary = json::parse(ReadAll(kWork / "arith.summary.json"));
+  const json summary = json::parse(Slurp(kWork / "arith.summary.json"));
   EXPECT_EQ(summary["task"], "arith");
   EXPECT_EQ(summary["model"], "arith");
   EXPECT_EQ(summary["endpoint"], "chat");
@@ -204,7 +149,7 @@ TEST_F(EvalE2e, Gsm8kCompletionsOneShot) {
     EXPECT_EQ(e["prompt"].get<std::string>().rfind("Question: Natalia sold clips", 0), 0u);
     EXPECT_LE(e["completion_tokens"].get<int>(), 24);
   }
-  const json summary = json::parse(ReadAll(kWork / "gsm8k.summary.json"));
+  const json summary = json::parse(Slurp(kWork / "gsm8k.summary.json"));
   EXPECT_EQ(summary["endpoint"], "completions");
   EXPECT_EQ(summary["num_shots"], 1);
   ExpectConsistent(log, summary);
