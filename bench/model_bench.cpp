@@ -11,7 +11,7 @@
 //
 //   model_bench [dir=/tmp/mxserve-bench-scale] [threads=0] [repeats=3] [steps=8]
 //               [config=../shared/configs/bench-scale.json] [batches=1,8,32] [prefill=512]
-//               [context=128] [mxfp4=1]
+//               [context=128] [mxfp4=1] [tuned=1 (the MoE config from configs/moe/; 0: default)]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -33,6 +33,8 @@
 #include "io/safetensors_writer.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
+#include "model/moe.h"
+#include "model/moe_tuning.h"
 #include "model/tensor_plan.h"
 #include "quant/quantizer.h"
 
@@ -148,6 +150,7 @@ int main(int argc, char** argv) {
       {"prefill", "512"},
       {"context", "128"},
       {"mxfp4", "1"},
+      {"tuned", "1"},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
@@ -213,7 +216,14 @@ int main(int argc, char** argv) {
     auto model = mx::Model::Load(dir);
     if (!model.ok()) Die(model.status().ToString());
     const mx::ModelConfig& c = (*model)->config();
-    const char* label = dir == bf16_dir ? "bf16" : "MXFP4 experts";
+    mx::MoeTuning moe;
+    if (a["tuned"] == "1") {
+      auto t = mx::ResolveModelMoeTuning(c, (*model)->weights(), kt.level, "");
+      if (!t.ok()) Die(t.status().ToString());
+      moe = std::move(*t);
+    }
+    const std::string label = fmt::format("{}{}", dir == bf16_dir ? "bf16" : "MXFP4 experts",
+                                          moe.tuned ? " (tuned MoE)" : "");
     std::mt19937 rng(1);
     // Decode at each batch size: every sequence has `ctx` tokens of context, then `steps`
     // single-token steps; the best step of all repeats.
@@ -229,7 +239,9 @@ int main(int argc, char** argv) {
             in.tokens.push_back(static_cast<int32_t>(rng() % 32000));
           pre.seqs.push_back(std::move(in));
         }
-        if (!(*model)->Forward(pre, mx::ForwardOptions(), kv, kt, pool).ok()) Die("prefill");
+        mx::ForwardOptions po;
+        po.moe_tuning = &moe;
+        if (!(*model)->Forward(pre, po, kv, kt, pool).ok()) Die("prefill");
         for (int64_t st = 0; st < steps; ++st) {
           mx::ForwardBatch fb;
           for (int s = 0; s < b; ++s) {
@@ -237,6 +249,7 @@ int main(int argc, char** argv) {
           }
           mx::ForwardOptions o;
           o.want_router = true;
+          o.moe_tuning = &moe;
           const double t0 = Now();
           auto out = (*model)->Forward(fb, o, kv, kt, pool);
           const double t = Now() - t0;
@@ -245,7 +258,7 @@ int main(int argc, char** argv) {
         }
       }
       const double floor = best.bytes / (bw * 1e9);
-      std::printf("| %s | decode, batch %d | %.1f | %.2f | %.3f | %.0f%% | | |\n", label, b,
+      std::printf("| %s | decode, batch %d | %.1f | %.2f | %.3f | %.0f%% | | |\n", label.c_str(), b,
                   b / best.seconds, best.seconds * 1e3, best.bytes / 1e9,
                   100.0 * floor / best.seconds);
       std::fflush(stdout);
@@ -260,13 +273,15 @@ int main(int argc, char** argv) {
         in.tokens.push_back(static_cast<int32_t>(rng() % 32000));
       mx::ForwardBatch fb;
       fb.seqs.push_back(std::move(in));
+      mx::ForwardOptions po;
+      po.moe_tuning = &moe;
       const double t0 = Now();
-      if (!(*model)->Forward(fb, mx::ForwardOptions(), kv, kt, pool).ok()) Die("prefill");
+      if (!(*model)->Forward(fb, po, kv, kt, pool).ok()) Die("prefill");
       best = std::min(best, Now() - t0);
     }
     const auto ps = mx::Summarize(c, mx::ExpectedTensors(c));
     const double flops = 2.0 * static_cast<double>(ps.active_params) * n_prefill;
-    std::printf("| %s | prefill, %lld tokens | %.1f | %.1f | | | %.1f | %.0f%% |\n", label,
+    std::printf("| %s | prefill, %lld tokens | %.1f | %.1f | | | %.1f | %.0f%% |\n", label.c_str(),
                 static_cast<long long>(n_prefill), n_prefill / best, best * 1e3, flops / best / 1e9,
                 100.0 * flops / best / 1e9 / gemm_gflops);
     std::fflush(stdout);

@@ -38,7 +38,7 @@ class RealModelRunner final : public ModelRunner {
   }
 
   Result<MtpOutput> ForwardMtp(const MtpBatch& batch, KvStore& kv) override {
-    return model_->ForwardMtp(batch, kv, kt_, pool_);
+    return model_->ForwardMtp(batch, kv, kt_, pool_, &moe_);
   }
 
   const MoeTuning* moe_tuning() const override { return &moe_; }

@@ -220,11 +220,12 @@ Status Model::MtpLayer(const LayerContext& ctx, const std::vector<int32_t>& next
 }
 
 Result<MtpOutput> Model::ForwardMtp(const MtpBatch& batch, KvStore& kv, const KernelTable& kt,
-                                    ThreadPool& pool) const {
+                                    ThreadPool& pool, const MoeTuning* moe_tuning) const {
   const ModelConfig& c = config_;
   const int64_t D = c.hidden_size, V = c.vocab_size, K = c.index_topk;
   if (!weights_.has_mtp) return InvalidArgument("MTP requested but the model has no MTP layer");
-  const ForwardOptions opts;
+  ForwardOptions opts;
+  opts.moe_tuning = moe_tuning;
   LayerContext ctx{c, kt, pool, kv, opts, {}, {}, {}, {}};
   MtpOutput out;
   out.row_begin.push_back(0);

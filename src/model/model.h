@@ -52,8 +52,9 @@ class Model {
   // layer's KV (and, unless the batch gives top-k sets, indexer key) rows at the rows'
   // positions. Errors: InvalidArgument for a model without an MTP layer, bad ids, rows or
   // shapes; the KvStore's Reserve errors; Internal for a non-finite value.
+  // `moe_tuning` as ForwardOptions::moe_tuning (null: the default MoE kernel config).
   Result<MtpOutput> ForwardMtp(const MtpBatch& batch, KvStore& kv, const KernelTable& kt,
-                               ThreadPool& pool) const;
+                               ThreadPool& pool, const MoeTuning* moe_tuning = nullptr) const;
 
  private:
   // §3.11 over ctx's rows: (h[i], next[i]) -> hidden [R, D] (post shared_head.norm) and
