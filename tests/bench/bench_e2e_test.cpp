@@ -147,32 +147,25 @@ void ExpectRun(const json& r, const Workload& w) {
 }
 
 // One server for the whole suite (one per process: ctest runs each test in its own).
-class BenchE2e : public testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    fs::create_directories(kWork);
-    server_.Start(
-        MXSERVE_BIN,
-        {"--threads", "1", "serve", kModelDir, "--served-model-name", "arith", "--host",
-         "127.0.0.1", "--port", "0", "--page-size", std::to_string(kPageSize), "--no-webui"},
-        kWork / "serve.log");
-    url_ = server_.url();
+class BenchE2e : public mx::e2e::ServedSuite<BenchE2e> {
+ public:
+  static fs::path WorkDir() { return kWork; }
+  static std::vector<std::string> ServeArgs() {
+    return {"--threads",
+            "1",
+            "serve",
+            kModelDir,
+            "--served-model-name",
+            "arith",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--page-size",
+            std::to_string(kPageSize),
+            "--no-webui"};
   }
-
-  static void TearDownTestSuite() {
-    server_.Stop();
-    fs::remove_all(kWork);
-  }
-
-  void SetUp() override { ASSERT_TRUE(server_.error().empty()) << server_.error(); }
-
-  static mx::e2e::ServeProcess server_;
-  static std::string url_;
 };
-
-mx::e2e::ServeProcess BenchE2e::server_;
-std::string BenchE2e::url_;
 
 TEST_F(BenchE2e, ServeWarmedPrefixesHitTheRadixCache) {
   const Workload w{.num_prompts = 12, .seed = 11};

@@ -1,10 +1,12 @@
 // Helpers for end-to-end tests that drive a real `mxserve` binary: reading files, an HTTP GET,
 // running an mxserve command, and ServeProcess, one `mxserve serve` on a free loopback port
 // (--port 0; the port is read from its "listening on" line) that is healthy before tests run
-// and is stopped with SIGTERM. Header-only; link CURL::libcurl.
+// and is stopped with SIGTERM; ServedSuite, a gtest fixture with one such server per suite.
+// Header-only; link CURL::libcurl and GTest.
 #pragma once
 
 #include <curl/curl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -119,6 +121,29 @@ class ServeProcess {
   pid_t pid_ = -1;
   std::string url_;
   std::string error_;
+};
+
+// A test suite sharing one server. Derived provides
+//   static std::filesystem::path WorkDir();          // created before, removed after the suite
+//   static std::vector<std::string> ServeArgs();     // mxserve's arguments (serve ... --port 0)
+// and reads the server's base URL from url_.
+template <typename Derived>
+class ServedSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    std::filesystem::create_directories(Derived::WorkDir());
+    server_.Start(MXSERVE_BIN, Derived::ServeArgs(), Derived::WorkDir() / "serve.log");
+    url_ = server_.url();
+  }
+  static void TearDownTestSuite() {
+    server_.Stop();
+    std::filesystem::remove_all(Derived::WorkDir());
+  }
+  void SetUp() override { ASSERT_TRUE(server_.error().empty()) << server_.error(); }
+
+  static inline ServeProcess server_;
+  static inline std::string url_;
 };
 
 }  // namespace mx::e2e

@@ -50,32 +50,22 @@ Cmd Mxserve(const std::string& args) {
 }
 
 // One server for the whole suite.
-class EvalE2e : public testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    fs::create_directories(kWork);
-    server_.Start(
-        MXSERVE_BIN,
-        {"--threads", "1", "serve", std::string(MX_SOURCE_DIR) + "/models/glm-moe-dsa-arith-6m",
-         "--served-model-name", "arith", "--host", "127.0.0.1", "--port", "0"},
-        kWork / "serve.log");
-    url_ = server_.url();
+class EvalE2e : public mx::e2e::ServedSuite<EvalE2e> {
+ public:
+  static fs::path WorkDir() { return kWork; }
+  static std::vector<std::string> ServeArgs() {
+    return {"--threads",
+            "1",
+            "serve",
+            std::string(MX_SOURCE_DIR) + "/models/glm-moe-dsa-arith-6m",
+            "--served-model-name",
+            "arith",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0"};
   }
-
-  static void TearDownTestSuite() {
-    server_.Stop();
-    fs::remove_all(kWork);
-  }
-
-  void SetUp() override { ASSERT_TRUE(server_.error().empty()) << server_.error(); }
-
-  static mx::e2e::ServeProcess server_;
-  static std::string url_;
 };
-
-mx::e2e::ServeProcess EvalE2e::server_;
-std::string EvalE2e::url_;
 
 // Every record's verdict follows from its output; the summary adds the records up.
 void ExpectConsistent(const std::vector<json>& log, const json& summary) {
