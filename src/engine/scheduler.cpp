@@ -135,13 +135,17 @@ void Scheduler::Finish(Request& r, FinishReason reason, Status error) {
   Emit(r, /*final=*/true);
 }
 
+int64_t Scheduler::EstimatedTokens(const Request& r) const {
+  const double left = std::max(0, r.req.max_tokens - r.n_output());
+  return static_cast<int64_t>(r.tokens.size()) + cfg_.spec_steps +
+         static_cast<int64_t>(std::ceil(left * new_token_ratio_));
+}
+
 int64_t Scheduler::Reserved() const {
   int64_t total = 0;
   for (const auto& r : running_) {
-    const double left = std::max(0, r->req.max_tokens - r->n_output());
-    const int64_t est = static_cast<int64_t>(r->tokens.size()) + cfg_.spec_steps +
-                        static_cast<int64_t>(std::ceil(left * new_token_ratio_));
-    total += std::max<int64_t>(0, PagesFor(est) - kv_.PageCount(static_cast<int64_t>(r->id)));
+    total += std::max<int64_t>(
+        0, PagesFor(EstimatedTokens(*r)) - kv_.PageCount(static_cast<int64_t>(r->id)));
   }
   return total;
 }
@@ -169,10 +173,7 @@ bool Scheduler::TryAdmit(int64_t& budget, std::vector<std::pair<Request*, int64_
     m = radix_.Match(std::span<const int32_t>(r.tokens).first(r.tokens.size() - 1));
     radix_.Lock(m.node);
   }
-  const double left = std::max(0, r.req.max_tokens - r.n_output());
-  const int64_t est = static_cast<int64_t>(r.tokens.size()) + cfg_.spec_steps +
-                      static_cast<int64_t>(std::ceil(left * new_token_ratio_));
-  const int64_t need = PagesFor(est) - static_cast<int64_t>(m.pages.size());
+  const int64_t need = PagesFor(EstimatedTokens(r)) - static_cast<int64_t>(m.pages.size());
   const int64_t avail = pool_.free_pages() + radix_.evictable_pages() - Reserved();
   if (need > avail) {
     if (m.node != nullptr) radix_.Unlock(m.node);
@@ -282,11 +283,14 @@ bool Scheduler::Step() {
       ++i;
       continue;
     }
-    // Speculative: the last token and its drafts (verified in one forward).
-    const int64_t n = 1 + static_cast<int64_t>(r.drafts.size());
-    if (n > 1 && !EnsurePages(r, r.kv_len + n)) r.drafts.clear();
-    if (EnsurePages(r, r.kv_len + 1 + static_cast<int64_t>(r.drafts.size()))) {
-      batch.push_back({&r, 1 + static_cast<int64_t>(r.drafts.size())});
+    // Speculative: the last token and its drafts, verified in one forward (drafts are dropped
+    // when their pages cannot be had).
+    if (!r.drafts.empty() && !EnsurePages(r, r.kv_len + 1 + std::ssize(r.drafts))) {
+      r.drafts.clear();
+    }
+    const int64_t n = 1 + std::ssize(r.drafts);
+    if (EnsurePages(r, r.kv_len + n)) {
+      batch.push_back({&r, n});
       ++i;
       continue;
     }
@@ -331,35 +335,46 @@ bool Scheduler::Step() {
   // 4. One forward, then sampling for the sequences whose chunk reached their end.
   if (cfg_.spec_steps > 0) {
     SpecForward(batch);
-    std::erase_if(running_, [](const ReqPtr& r) { return r->done; });
-    new_token_ratio_ = std::max(kMinNewTokenRatio, new_token_ratio_ - kNewTokenRatioDecay);
-    return true;
+  } else {
+    PlainForward(batch);
   }
+  std::erase_if(running_, [](const ReqPtr& r) { return r->done; });
+  new_token_ratio_ = std::max(kMinNewTokenRatio, new_token_ratio_ - kNewTokenRatioDecay);
+  return true;
+}
+
+ForwardBatch Scheduler::MakeBatch(const std::vector<std::pair<Request*, int64_t>>& batch) const {
   ForwardBatch fb;
   for (auto [r, n] : batch) {
     SequenceInput s;
     s.seq = static_cast<int64_t>(r->id);
     s.start_pos = r->kv_len;
-    s.tokens.assign(r->tokens.begin() + r->kv_len, r->tokens.begin() + r->kv_len + n);
+    const int64_t own = n - std::ssize(r->drafts);  // rows of tokens the request already has
+    s.tokens.assign(r->tokens.begin() + r->kv_len, r->tokens.begin() + r->kv_len + own);
+    s.tokens.insert(s.tokens.end(), r->drafts.begin(), r->drafts.end());
+    s.all_logits = !r->drafts.empty();
     fb.seqs.push_back(std::move(s));
   }
-  auto logits = runner_.Forward(fb, kv_);
+  return fb;
+}
+
+void Scheduler::FinishChunk(Request& r, int64_t n, std::span<float> last_logits) {
+  r.kv_len += n;
+  if (n > 1) CacheUnfinished(r);
+  if (r.remaining() == 0) ProcessLogits(r, last_logits);
+}
+
+void Scheduler::PlainForward(const std::vector<std::pair<Request*, int64_t>>& batch) {
+  auto logits = runner_.Forward(MakeBatch(batch), kv_);
   if (!logits.ok()) {
     for (auto [r, n] : batch) Finish(*r, FinishReason::kAbort, logits.status());
-  } else {
-    MX_CHECK_EQ(static_cast<int64_t>(logits->size()), static_cast<int64_t>(batch.size()) * vocab_);
-    for (size_t i = 0; i < batch.size(); ++i) {
-      auto [r, n] = batch[i];
-      r->kv_len += n;
-      if (n > 1) CacheUnfinished(*r);
-      if (r->remaining() == 0) {
-        ProcessLogits(*r, std::span<float>(logits->data() + i * vocab_, vocab_));
-      }
-    }
+    return;
   }
-  std::erase_if(running_, [](const ReqPtr& r) { return r->done; });
-  new_token_ratio_ = std::max(kMinNewTokenRatio, new_token_ratio_ - kNewTokenRatioDecay);
-  return true;
+  MX_CHECK_EQ(static_cast<int64_t>(logits->size()), static_cast<int64_t>(batch.size()) * vocab_);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    FinishChunk(*batch[i].first, batch[i].second,
+                std::span<float>(logits->data() + i * vocab_, vocab_));
+  }
 }
 
 EngineStats Scheduler::stats() const {

@@ -119,6 +119,14 @@ class Scheduler {
   // Appends the token (logprobs, stop checks); true when r finished.
   bool AppendToken(Request& r, int32_t token, std::span<const float> logits);
   void ProcessLogits(Request& r, std::span<float> logits);
+  int64_t EstimatedTokens(const Request& r) const;  // tokens + spec drafts + expected outputs
+  // The forward input of `batch`: each request's next n tokens (its drafts last, with logits on
+  // every row).
+  ForwardBatch MakeBatch(const std::vector<std::pair<Request*, int64_t>>& batch) const;
+  // After a forward wrote n rows of r that are its own tokens: cache, and sample when they
+  // reached its end.
+  void FinishChunk(Request& r, int64_t n, std::span<float> last_logits);
+  void PlainForward(const std::vector<std::pair<Request*, int64_t>>& batch);
   // Speculative decoding (scheduler_spec.cpp): the forward of `batch` with verification of
   // the drafts it carries, then the MTP layer over every row that became final (draft-extend)
   // and the next drafts.

@@ -22,25 +22,9 @@
 namespace mx {
 
 void Scheduler::SpecForward(const std::vector<std::pair<Request*, int64_t>>& batch) {
-  ForwardBatch fb;
-  std::vector<bool> verify;
-  for (auto [r, n] : batch) {
-    SequenceInput s;
-    s.seq = static_cast<int64_t>(r->id);
-    s.start_pos = r->kv_len;
-    const bool v = r->remaining() == 1;  // decoding: the last token and its drafts
-    if (v) {
-      MX_CHECK_EQ(n, 1 + static_cast<int64_t>(r->drafts.size()));
-      s.tokens.push_back(r->tokens.back());
-      s.tokens.insert(s.tokens.end(), r->drafts.begin(), r->drafts.end());
-      s.all_logits = true;
-    } else {
-      s.tokens.assign(r->tokens.begin() + r->kv_len, r->tokens.begin() + r->kv_len + n);
-    }
-    verify.push_back(v);
-    fb.seqs.push_back(std::move(s));
-  }
-  auto out = runner_.ForwardRows(fb, kv_);
+  std::vector<bool> verify;  // decoding: the last token and its drafts, logits on every row
+  for (auto [r, n] : batch) verify.push_back(r->remaining() == 1);
+  auto out = runner_.ForwardRows(MakeBatch(batch), kv_);
   if (!out.ok()) {
     for (auto [r, n] : batch) Finish(*r, FinishReason::kAbort, out.status());
     return;
@@ -56,9 +40,7 @@ void Scheduler::SpecForward(const std::vector<std::pair<Request*, int64_t>>& bat
       m = Verify(*r, logits, n);
       li += n;
     } else {
-      r->kv_len += n;
-      if (n > 1) CacheUnfinished(*r);
-      if (r->remaining() == 0) ProcessLogits(*r, logits);
+      FinishChunk(*r, n, logits);
       li += 1;
     }
     extended.push_back({r, m});
