@@ -92,8 +92,7 @@ int32_t Sampler::SampleSpeculative(std::span<const float> logits, int32_t draft)
   }
   if (p_draft > 0) {
     std::uniform_real_distribution<double> u(0.0, 1.0);
-    if (u(rng_) < p_draft) return draft;
-    if (p_draft >= 1.0) return draft;  // the only candidate
+    if (u(rng_) < p_draft) return draft;  // always when it is the only candidate (p = 1)
   }
   return Draw(c, draft);
 }
