@@ -30,7 +30,8 @@ struct ForwardBatch {
   int64_t num_rows() const;
 };
 
-struct MoeTuning;  // model/moe_tuning.h
+struct MoeTuning;    // model/moe_tuning.h
+class Communicator;  // parallel/communicator.h
 
 enum class LogitsMode { kNone, kLast, kAll };  // kLast: the last row of every sequence
 // How MLA attends (glm-moe-dsa.md §3.4 / §3.5). kAuto: absorbed for a sequence with few new
@@ -47,6 +48,9 @@ struct ForwardOptions {
   bool want_router = false;         // MoE expert choices per layer
   // The MoE kernel configs to run with (not owned; null = the untuned default).
   const MoeTuning* moe_tuning = nullptr;
+  // This rank's group when the model is a shard (model/shard.h; not owned). REQUIRES: set, with
+  // the shard's size, for a sharded model; every rank runs the same batch.
+  Communicator* comm = nullptr;
 };
 
 // Routed experts of each row (ascending) and their gate weights (after norm_topk_prob and

@@ -55,8 +55,8 @@ bool UseAbsorbed(const LayerContext& ctx, const RowGroup& g) {
 void AttendExpanded(const LayerContext& ctx, const AttentionWeights& w, int64_t layer,
                     const RowGroup& g, const float* q, const int32_t* topk, float* o) {
   const ModelConfig& c = ctx.c;
-  const int64_t H = c.num_attention_heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim,
-                Dv = c.v_head_dim, Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv;
+  const int64_t H = w.heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim, Dv = c.v_head_dim,
+                Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv;
   const int64_t S = ctx.pos[g.end - 1] + 1;  // cached keys needed by this group
   std::vector<float> lat(S * Rkv);           // [S, Rkv]
   std::vector<float> kpe_rows(S * Dr);       // [S, Dr]
@@ -98,8 +98,8 @@ void AttendExpanded(const LayerContext& ctx, const AttentionWeights& w, int64_t 
 void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t layer,
                     const RowGroup& g, const float* q, const int32_t* topk, float* o) {
   const ModelConfig& c = ctx.c;
-  const int64_t H = c.num_attention_heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim,
-                Dv = c.v_head_dim, Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv;
+  const int64_t H = w.heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim, Dv = c.v_head_dim,
+                Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv;
   const int64_t m = g.end - g.begin;
   const float scale = static_cast<float>(c.softmax_scale());
   // q_lat[h] [m, Rkv] = q_nope[h] [m, Dn] · W_UK[h], one GEMM per head over the group's rows.
@@ -149,8 +149,8 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
 void MlaProject(const LayerContext& ctx, const AttentionWeights& w, int64_t layer, const float* a,
                 float* cq, float* q) {
   const ModelConfig& c = ctx.c;
-  const int64_t T = ctx.rows(), H = c.num_attention_heads, Dn = c.qk_nope_head_dim,
-                Dr = c.qk_rope_head_dim, Rq = c.q_lora_rank, Rkv = c.kv_lora_rank, Dq = Dn + Dr;
+  const int64_t T = ctx.rows(), H = w.heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim,
+                Rq = c.q_lora_rank, Rkv = c.kv_lora_rank, Dq = Dn + Dr;
   const float eps = static_cast<float>(c.rms_norm_eps);
   Linear(ctx.kt, ctx.pool, a, T, w.q_a_proj, cq);  // [T, Rq]
   for (int64_t r = 0; r < T; ++r) {
@@ -179,7 +179,7 @@ void MlaProject(const LayerContext& ctx, const AttentionWeights& w, int64_t laye
 void MlaAttend(const LayerContext& ctx, const AttentionWeights& w, int64_t layer, const float* q,
                const int32_t* topk, float* out) {
   const ModelConfig& c = ctx.c;
-  const int64_t T = ctx.rows(), H = c.num_attention_heads, Dv = c.v_head_dim;
+  const int64_t T = ctx.rows(), H = w.heads, Dv = c.v_head_dim;
   std::vector<float> o(T * H * Dv, std::numeric_limits<float>::quiet_NaN());  // [T, H·Dv]
   for (const RowGroup& g : ctx.groups) {
     float* og = o.data() + g.begin * H * Dv;

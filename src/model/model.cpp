@@ -13,17 +13,19 @@
 #include "model/layer_context.h"
 #include "model/mla.h"
 #include "model/moe.h"
+#include "parallel/communicator.h"
 
 namespace mx {
 
 Result<std::unique_ptr<Model>> Model::Load(const std::string& dir,
-                                           const std::function<void(ModelConfig&)>& adjust) {
+                                           const std::function<void(ModelConfig&)>& adjust,
+                                           const ModelShard& shard) {
   MX_ASSIGN_OR_RETURN(ModelConfig config,
                       LoadModelConfig((std::filesystem::path(dir) / "config.json").string()));
   if (adjust) adjust(config);
   MX_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(dir));
   std::unique_ptr<Model> m(new Model(std::move(config), std::move(ckpt)));
-  auto w = LoadModelWeights(m->config_, m->ckpt_);
+  auto w = LoadModelWeights(m->config_, m->ckpt_, shard);
   if (!w.ok()) return w.status().WithContext(dir);
   m->weights_ = std::move(w).value();
   std::string warning;
@@ -35,6 +37,14 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir,
 }
 
 namespace {
+
+// Sums a row-parallel layer's partial output over the group (no-op for a whole model).
+Status AllReduce(const LayerContext& ctx, const ModelShard& shard, float* x, int64_t n) {
+  if (shard.whole()) return Status::Ok();
+  MX_CHECK_MSG(ctx.opts.comm != nullptr && ctx.opts.comm->size() == shard.size,
+               "a sharded model needs ForwardOptions::comm of its group");
+  return ctx.opts.comm->AllReduceSum(std::span<float>(x, n));
+}
 
 Status CheckFinite(const float* x, int64_t n, int64_t D, const std::string& what) {
   for (int64_t i = 0; i < n; ++i) {
@@ -48,9 +58,9 @@ Status CheckFinite(const float* x, int64_t n, int64_t D, const std::string& what
 // One decoder layer (§3.1) over every row of ctx: h [T, D] updated in place. `topk` [T, K] is
 // written on full-indexer layers and read (IndexShare) on shared ones.
 // `reuse_topk`: a full-indexer layer takes `topk` as given instead of running its indexer.
-Status DecoderLayer(const LayerContext& ctx, const LayerWeights& lw, int64_t layer, float* h,
-                    std::vector<int32_t>& topk, bool& have_topk, RouterChoice* trace,
-                    bool reuse_topk = false) {
+Status DecoderLayer(const LayerContext& ctx, const ModelShard& shard, const LayerWeights& lw,
+                    int64_t layer, float* h, std::vector<int32_t>& topk, bool& have_topk,
+                    RouterChoice* trace, bool reuse_topk = false) {
   const ModelConfig& c = ctx.c;
   const int64_t T = ctx.rows(), D = c.hidden_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
@@ -58,8 +68,8 @@ Status DecoderLayer(const LayerContext& ctx, const LayerWeights& lw, int64_t lay
   for (int64_t r = 0; r < T; ++r) {
     ctx.kt.rms_norm(h + r * D, lw.input_layernorm.data(), eps, D, a.data() + r * D);
   }
-  std::vector<float> cq(T * c.q_lora_rank);                           // [T, Rq]
-  std::vector<float> q(T * c.num_attention_heads * c.qk_head_dim());  // [T, H·(Dn+Dr)]
+  std::vector<float> cq(T * c.q_lora_rank);                   // [T, Rq]
+  std::vector<float> q(T * lw.attn.heads * c.qk_head_dim());  // [T, H·(Dn+Dr)], local heads
   MlaProject(ctx, lw.attn, layer, a.data(), cq.data(), q.data());
   if (lw.has_indexer && !(reuse_topk && have_topk)) {
     topk.assign(T * c.index_topk, -1);
@@ -69,6 +79,7 @@ Status DecoderLayer(const LayerContext& ctx, const LayerWeights& lw, int64_t lay
   MX_CHECK_MSG(have_topk || !c.has_indexer, "shared indexer layer without a preceding full one");
   std::vector<float> out(T * D);  // [T, D]
   MlaAttend(ctx, lw.attn, layer, q.data(), c.has_indexer ? topk.data() : nullptr, out.data());
+  MX_RETURN_IF_ERROR(AllReduce(ctx, shard, out.data(), T * D));
   for (int64_t i = 0; i < T * D; ++i) h[i] += out[i];
   std::vector<float> m(T * D);  // [T, D]
   for (int64_t r = 0; r < T; ++r) {
@@ -79,6 +90,7 @@ Status DecoderLayer(const LayerContext& ctx, const LayerWeights& lw, int64_t lay
   } else {
     SwiGluMlp(ctx.kt, ctx.pool, lw.mlp, m.data(), T, out.data());
   }
+  MX_RETURN_IF_ERROR(AllReduce(ctx, shard, out.data(), T * D));
   for (int64_t i = 0; i < T * D; ++i) h[i] += out[i];
   return CheckFinite(h, T * D, D, fmt::format("the hidden state after layer {}", layer));
 }
@@ -136,7 +148,8 @@ Result<ForwardOutput> Model::Forward(const ForwardBatch& batch, const ForwardOpt
   for (int64_t l = 0; l < L; ++l) {
     RouterChoice* trace = nullptr;
     if (opts.want_router && weights_.layers[l].is_moe) trace = &out.router[l];
-    MX_RETURN_IF_ERROR(DecoderLayer(ctx, weights_.layers[l], l, h.data(), topk, have_topk, trace));
+    MX_RETURN_IF_ERROR(
+        DecoderLayer(ctx, weights_.shard, weights_.layers[l], l, h.data(), topk, have_topk, trace));
     if (opts.want_hidden_states) out.hidden_states.push_back(h);
     if (opts.want_topk) out.topk.push_back(c.has_indexer ? topk : std::vector<int32_t>());
   }
@@ -159,8 +172,7 @@ Result<ForwardOutput> Model::Forward(const ForwardBatch& batch, const ForwardOpt
     for (int64_t i = 0; i < n; ++i) {
       std::copy_n(out.final_hidden.data() + out.logit_rows[i] * D, D, y.data() + i * D);
     }
-    out.logits.resize(n * V);
-    Linear(kt, pool, y.data(), n, weights_.lm_head, out.logits.data());
+    MX_RETURN_IF_ERROR(LmHead(ctx, y.data(), n, out.logits));
     MX_RETURN_IF_ERROR(CheckFinite(out.logits.data(), n * V, V, "the logits"));
   }
   if (!any_mtp) return out;
@@ -209,23 +221,52 @@ Status Model::MtpLayer(const LayerContext& ctx, const std::vector<int32_t>& next
   std::vector<float> u(R * D);  // [R, D]
   Linear(ctx.kt, ctx.pool, eh.data(), R, mw.eh_proj, u.data());
   bool have = reuse_topk;
-  MX_RETURN_IF_ERROR(DecoderLayer(ctx, mw.layer, L, u.data(), topk, have, trace, reuse_topk));
+  MX_RETURN_IF_ERROR(
+      DecoderLayer(ctx, weights_.shard, mw.layer, L, u.data(), topk, have, trace, reuse_topk));
   hidden.resize(R * D);
   for (int64_t i = 0; i < R; ++i) {
     ctx.kt.rms_norm(u.data() + i * D, mw.shared_head_norm.data(), eps, D, hidden.data() + i * D);
   }
-  logits.resize(R * V);
-  Linear(ctx.kt, ctx.pool, hidden.data(), R, weights_.lm_head, logits.data());
+  MX_RETURN_IF_ERROR(LmHead(ctx, hidden.data(), R, logits));
   return CheckFinite(logits.data(), R * V, V, "the MTP logits");
 }
 
+Status Model::LmHead(const LayerContext& ctx, const float* x, int64_t n,
+                     std::vector<float>& logits) const {
+  const int64_t V = config_.vocab_size;
+  const ModelShard& shard = weights_.shard;
+  logits.resize(n * V);
+  if (shard.whole()) {
+    Linear(ctx.kt, ctx.pool, x, n, weights_.lm_head, logits.data());
+    return Status::Ok();
+  }
+  // Each rank's rows of the vocabulary, padded to one block, then gathered and interleaved.
+  MX_CHECK_MSG(ctx.opts.comm != nullptr && ctx.opts.comm->size() == shard.size,
+               "a sharded model needs ForwardOptions::comm of its group");
+  const int64_t vb = shard.VocabBlock(V), mine = weights_.lm_head.n;
+  std::vector<float> local(n * mine), block(n * vb, 0.0f), all(shard.size * n * vb);
+  Linear(ctx.kt, ctx.pool, x, n, weights_.lm_head, local.data());
+  for (int64_t i = 0; i < n; ++i) std::copy_n(local.data() + i * mine, mine, block.data() + i * vb);
+  MX_RETURN_IF_ERROR(
+      ctx.opts.comm->AllGather(std::span<const float>(block), std::span<float>(all)));
+  for (int r = 0; r < shard.size; ++r) {
+    const int64_t v0 = r * vb, cnt = std::min(V, v0 + vb) - v0;
+    for (int64_t i = 0; i < n; ++i) {
+      std::copy_n(all.data() + (r * n + i) * vb, cnt, logits.data() + i * V + v0);
+    }
+  }
+  return Status::Ok();
+}
+
 Result<MtpOutput> Model::ForwardMtp(const MtpBatch& batch, KvStore& kv, const KernelTable& kt,
-                                    ThreadPool& pool, const MoeTuning* moe_tuning) const {
+                                    ThreadPool& pool, const MoeTuning* moe_tuning,
+                                    Communicator* comm) const {
   const ModelConfig& c = config_;
   const int64_t D = c.hidden_size, V = c.vocab_size, K = c.index_topk;
   if (!weights_.has_mtp) return InvalidArgument("MTP requested but the model has no MTP layer");
   ForwardOptions opts;
   opts.moe_tuning = moe_tuning;
+  opts.comm = comm;
   LayerContext ctx{c, kt, pool, kv, opts, {}, {}, {}, {}};
   MtpOutput out;
   out.row_begin.push_back(0);

@@ -31,8 +31,11 @@ class Model {
   // config (all problems in one Status) and loads the weights.
   // `adjust`, when set, edits the parsed config before the weights are checked (tests and
   // experiments, e.g. raising index_topk; it must not change any tensor shape).
+  // `shard`: load only this rank's part for tensor / expert parallelism (model/shard.h); its
+  // forwards then need ForwardOptions::comm of the group, every rank running the same batches.
   static Result<std::unique_ptr<Model>> Load(
-      const std::string& dir, const std::function<void(ModelConfig&)>& adjust = nullptr);
+      const std::string& dir, const std::function<void(ModelConfig&)>& adjust = nullptr,
+      const ModelShard& shard = {});
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
@@ -52,11 +55,19 @@ class Model {
   // layer's KV (and, unless the batch gives top-k sets, indexer key) rows at the rows'
   // positions. Errors: InvalidArgument for a model without an MTP layer, bad ids, rows or
   // shapes; the KvStore's Reserve errors; Internal for a non-finite value.
-  // `moe_tuning` as ForwardOptions::moe_tuning (null: the default MoE kernel config).
+  // `moe_tuning` as ForwardOptions::moe_tuning (null: the default MoE kernel config); `comm`
+  // as ForwardOptions::comm.
   Result<MtpOutput> ForwardMtp(const MtpBatch& batch, KvStore& kv, const KernelTable& kt,
-                               ThreadPool& pool, const MoeTuning* moe_tuning = nullptr) const;
+                               ThreadPool& pool, const MoeTuning* moe_tuning = nullptr,
+                               Communicator* comm = nullptr) const;
+
+  const ModelShard& shard() const { return weights_.shard; }
 
  private:
+  // logits [n, V] = x [n, D] · lm_headᵀ (vocab-parallel shards gather their blocks).
+  Status LmHead(const LayerContext& ctx, const float* x, int64_t n,
+                std::vector<float>& logits) const;
+
   // §3.11 over ctx's rows: (h[i], next[i]) -> hidden [R, D] (post shared_head.norm) and
   // logits [R, V]; `topk` is the MTP indexer's selection (given when reuse_topk).
   Status MtpLayer(const LayerContext& ctx, const std::vector<int32_t>& next,

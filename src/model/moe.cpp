@@ -104,6 +104,10 @@ void MoeBlock(const LayerContext& ctx, const MoeWeights& w, const float* m, floa
       er.weights.push_back(routes[r].weights[i]);
     }
   }
+  // Expert parallelism: another rank runs the rows of the experts this one does not hold.
+  for (int64_t e = 0; e < E; ++e) {
+    if (w.experts[e].gate_proj.empty()) by_expert[e] = {};
+  }
   const MoeKernelConfig cfg =
       ctx.opts.moe_tuning != nullptr ? ctx.opts.moe_tuning->For(T) : DefaultMoeConfig();
   MoeExperts(ctx.kt, ctx.pool, w, m, T, by_expert, cfg, out);

@@ -53,12 +53,12 @@ class ExpertRunner {
  public:
   ExpertRunner(const KernelTable& kt, ThreadPool& pool, const MoeWeights& w, const float* m,
                int64_t T, const std::vector<ExpertRows>& by_expert, const MoeKernelConfig& cfg)
-      : kt_(kt), pool_(pool), cfg_(cfg), T_(T) {
+      : kt_(kt), pool_(pool), cfg_(cfg), T_(T), D_(w.gate.empty() ? 0 : w.gate.k) {
     const MlpWeights* any = w.has_shared ? &w.shared_experts : nullptr;
     for (size_t e = 0; e < by_expert.size() && any == nullptr; ++e) {
       if (!by_expert[e].rows.empty()) any = &w.experts[e];
     }
-    if (any == nullptr) return;
+    if (any == nullptr) return;  // no rows for an expert held here (ep): Run writes zeros
     D_ = any->gate_proj.k;
     shared_rows_.resize(T);
     for (int64_t r = 0; r < T; ++r) shared_rows_[r] = r;
@@ -234,8 +234,8 @@ class ExpertRunner {
   ThreadPool& pool_;
   const MoeKernelConfig cfg_;
   const int64_t T_;
-  int64_t D_ = 0, R_ = 0, G_ = 0;  // model_dim, Σ n, Σ n · f
-  bool mx_ = false;                // any job has MXFP4 weights
+  int64_t D_, R_ = 0, G_ = 0;  // model_dim, Σ n, Σ n · f
+  bool mx_ = false;            // any job has MXFP4 weights
   std::vector<int64_t> shared_rows_;
   std::vector<Job> jobs_;
   std::vector<float> x_, g_, u_, y_;  // [R, D], [G], [G], [R, D]

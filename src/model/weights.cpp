@@ -25,8 +25,8 @@ float LinearWeight::at(int64_t row, int64_t col) const {
   return dtype == DType::kBF16 ? Bf16ToF32(bf16[row * k + col]) : f32[row * k + col];
 }
 
-LinearWeight AbsorbedKeyWeight(const LinearWeight& kv_b, const ModelConfig& c) {
-  const int64_t H = c.num_attention_heads, Dn = c.qk_nope_head_dim, Rkv = c.kv_lora_rank,
+LinearWeight AbsorbedKeyWeight(const LinearWeight& kv_b, const ModelConfig& c, int64_t heads) {
+  const int64_t H = heads, Dn = c.qk_nope_head_dim, Rkv = c.kv_lora_rank,
                 Dkv = c.qk_nope_head_dim + c.v_head_dim;
   LinearWeight t;
   t.n = H * Rkv;
@@ -73,6 +73,70 @@ LinearWeight LinearWeight::Rows(int64_t first, int64_t count) const {
   return v;
 }
 
+LinearWeight SliceRows(LinearWeight w, int64_t first, int64_t count) {
+  MX_CHECK_LE(first + count, w.n);
+  if (first == 0 && count == w.n) return w;
+  const bool owned = !w.owned_f32.empty() || !w.owned_bf16.empty() || !w.owned_mx_q.empty();
+  if (!owned) return w.Rows(first, count);
+  LinearWeight v;
+  v.dtype = w.dtype;
+  v.n = count;
+  v.k = w.k;
+  if (w.dtype == DType::kBF16) {
+    v.owned_bf16.assign(w.bf16 + first * w.k, w.bf16 + (first + count) * w.k);
+    v.bf16 = v.owned_bf16.data();
+  } else if (w.is_mxfp4()) {
+    v.owned_mx_q.assign(w.mx_q + first * (w.k / 2), w.mx_q + (first + count) * (w.k / 2));
+    v.owned_mx_e.assign(w.mx_e + first * (w.k / 32), w.mx_e + (first + count) * (w.k / 32));
+    v.mx_q = v.owned_mx_q.data();
+    v.mx_e = v.owned_mx_e.data();
+  } else {
+    v.owned_f32.assign(w.f32 + first * w.k, w.f32 + (first + count) * w.k);
+    v.f32 = v.owned_f32.data();
+  }
+  return v;
+}
+
+Result<LinearWeight> SliceCols(const LinearWeight& w, int64_t first, int64_t count,
+                               const std::string& name) {
+  MX_CHECK_LE(first + count, w.k);
+  LinearWeight v;
+  v.dtype = w.dtype;
+  v.n = w.n;
+  v.k = count;
+  if (w.dtype == DType::kBF16) {
+    v.owned_bf16.resize(w.n * count);
+    for (int64_t r = 0; r < w.n; ++r) {
+      std::copy_n(w.bf16 + r * w.k + first, count, v.owned_bf16.data() + r * count);
+    }
+    v.bf16 = v.owned_bf16.data();
+  } else if (w.is_mxfp4()) {
+    if (first % 32 != 0 || count % 32 != 0) {
+      return InvalidArgument(
+          "{}: MXFP4 weight split along its input at columns [{}, {}), which is not a multiple "
+          "of the 32-element block; choose a --tp / --ep that keeps each slice 32-aligned",
+          name, first, first + count);
+    }
+    v.owned_mx_q.resize(w.n * count / 2);
+    v.owned_mx_e.resize(w.n * count / 32);
+    for (int64_t r = 0; r < w.n; ++r) {
+      std::copy_n(w.mx_q + r * (w.k / 2) + first / 2, count / 2,
+                  v.owned_mx_q.data() + r * (count / 2));
+      std::copy_n(w.mx_e + r * (w.k / 32) + first / 32, count / 32,
+                  v.owned_mx_e.data() + r * (count / 32));
+    }
+    v.mx_q = v.owned_mx_q.data();
+    v.mx_e = v.owned_mx_e.data();
+  } else {
+    v.owned_f32.resize(w.n * count);
+    for (int64_t r = 0; r < w.n; ++r) {
+      std::copy_n(w.f32 + r * w.k + first, count, v.owned_f32.data() + r * count);
+    }
+    v.f32 = v.owned_f32.data();
+  }
+  return v;
+}
+
 void Linear(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
             const LinearWeight& w, float* y, GemmTiling t) {
   MX_CHECK(!w.empty());
@@ -95,7 +159,7 @@ namespace {
 // Looks tensors up after CheckCheckpoint has validated names, shapes and dtypes.
 class Loader {
  public:
-  explicit Loader(const Checkpoint& ckpt) : ckpt_(ckpt) {}
+  Loader(const Checkpoint& ckpt, const ModelShard& shard) : ckpt_(ckpt), shard_(shard) {}
 
   const TensorView& View(const std::string& name) {
     const TensorView* v = ckpt_.Find(name);
@@ -167,11 +231,27 @@ class Loader {
                          DTypeName(v.dtype));
   }
 
-  Result<MlpWeights> Mlp(const std::string& p) {
+  // Output rows [first, first + count) of a column-parallel weight.
+  Result<LinearWeight> ColumnParallel(const std::string& name, int64_t first, int64_t count) {
+    MX_ASSIGN_OR_RETURN(LinearWeight w, Matrix(name));
+    return SliceRows(std::move(w), first, count);
+  }
+  // Input columns [first, first + count) of a row-parallel weight.
+  Result<LinearWeight> RowParallel(const std::string& name, int64_t first, int64_t count) {
+    MX_ASSIGN_OR_RETURN(LinearWeight w, Matrix(name));
+    if (first == 0 && count == w.k) return w;
+    return SliceCols(w, first, count, name);
+  }
+
+  // A SwiGLU block; `split`: this rank's slice of its width (else the whole block).
+  Result<MlpWeights> Mlp(const std::string& p, bool split) {
     MlpWeights m;
     MX_ASSIGN_OR_RETURN(m.gate_proj, Matrix(p + "gate_proj.weight"));
-    MX_ASSIGN_OR_RETURN(m.up_proj, Matrix(p + "up_proj.weight"));
-    MX_ASSIGN_OR_RETURN(m.down_proj, Matrix(p + "down_proj.weight"));
+    const int64_t F = m.gate_proj.n;
+    const int64_t f0 = split ? shard_.First(F) : 0, fn = split ? shard_.Count(F) : F;
+    m.gate_proj = SliceRows(std::move(m.gate_proj), f0, fn);
+    MX_ASSIGN_OR_RETURN(m.up_proj, ColumnParallel(p + "up_proj.weight", f0, fn));
+    MX_ASSIGN_OR_RETURN(m.down_proj, RowParallel(p + "down_proj.weight", f0, fn));
     return m;
   }
 
@@ -182,14 +262,19 @@ class Loader {
     MX_ASSIGN_OR_RETURN(l.post_attention_layernorm, Vector(p + "post_attention_layernorm.weight"));
     const std::string a = p + "self_attn.";
     AttentionWeights& at = l.attn;
+    const int64_t H = c.num_attention_heads, Hl = shard_.Count(H), h0 = shard_.First(H);
+    const int64_t Dq = c.qk_nope_head_dim + c.qk_rope_head_dim,
+                  Dkv = c.qk_nope_head_dim + c.v_head_dim;
+    at.heads = Hl;
     MX_ASSIGN_OR_RETURN(at.q_a_proj, Matrix(a + "q_a_proj.weight"));
     MX_ASSIGN_OR_RETURN(at.q_a_layernorm, Vector(a + "q_a_layernorm.weight"));
-    MX_ASSIGN_OR_RETURN(at.q_b_proj, Matrix(a + "q_b_proj.weight"));
+    MX_ASSIGN_OR_RETURN(at.q_b_proj, ColumnParallel(a + "q_b_proj.weight", h0 * Dq, Hl * Dq));
     MX_ASSIGN_OR_RETURN(at.kv_a_proj_with_mqa, Matrix(a + "kv_a_proj_with_mqa.weight"));
     MX_ASSIGN_OR_RETURN(at.kv_a_layernorm, Vector(a + "kv_a_layernorm.weight"));
-    MX_ASSIGN_OR_RETURN(at.kv_b_proj, Matrix(a + "kv_b_proj.weight"));
-    at.kv_b_uk_t = AbsorbedKeyWeight(at.kv_b_proj, c);
-    MX_ASSIGN_OR_RETURN(at.o_proj, Matrix(a + "o_proj.weight"));
+    MX_ASSIGN_OR_RETURN(at.kv_b_proj, ColumnParallel(a + "kv_b_proj.weight", h0 * Dkv, Hl * Dkv));
+    at.kv_b_uk_t = AbsorbedKeyWeight(at.kv_b_proj, c, Hl);
+    MX_ASSIGN_OR_RETURN(at.o_proj,
+                        RowParallel(a + "o_proj.weight", h0 * c.v_head_dim, Hl * c.v_head_dim));
     l.has_indexer = c.is_full_indexer_layer(i);
     if (l.has_indexer) {
       const std::string x = a + "indexer.";
@@ -203,25 +288,31 @@ class Loader {
     l.is_moe = c.is_moe_layer(i);
     const std::string m = p + "mlp.";
     if (!l.is_moe) {
-      MX_ASSIGN_OR_RETURN(l.mlp, Mlp(m));
+      MX_ASSIGN_OR_RETURN(l.mlp, Mlp(m, /*split=*/true));
       return l;
     }
     MX_ASSIGN_OR_RETURN(l.moe.gate, Matrix(m + "gate.weight"));
     MX_ASSIGN_OR_RETURN(l.moe.e_score_correction_bias, Vector(m + "gate.e_score_correction_bias"));
     l.moe.experts.reserve(c.n_routed_experts);
     for (int64_t e = 0; e < c.n_routed_experts; ++e) {
-      MX_ASSIGN_OR_RETURN(MlpWeights ew, Mlp(fmt::format("{}experts.{}.", m, e)));
+      if (!shard_.OwnsExpert(e, c.n_routed_experts)) {  // another rank's (ep): left empty
+        l.moe.experts.emplace_back();
+        continue;
+      }
+      MX_ASSIGN_OR_RETURN(MlpWeights ew,
+                          Mlp(fmt::format("{}experts.{}.", m, e), !shard_.expert_parallel));
       l.moe.experts.push_back(std::move(ew));
     }
     l.moe.has_shared = c.n_shared_experts > 0;
     if (l.moe.has_shared) {
-      MX_ASSIGN_OR_RETURN(l.moe.shared_experts, Mlp(m + "shared_experts."));
+      MX_ASSIGN_OR_RETURN(l.moe.shared_experts, Mlp(m + "shared_experts.", /*split=*/true));
     }
     return l;
   }
 
  private:
   const Checkpoint& ckpt_;
+  const ModelShard& shard_;
 };
 
 }  // namespace
@@ -302,18 +393,65 @@ Status CheckQuantization(const ModelConfig& config, const CheckpointReport& repo
   return InvalidArgument("{}", msg);
 }
 
-Result<ModelWeights> LoadModelWeights(const ModelConfig& config, const Checkpoint& ckpt) {
+std::string ModelShard::Describe() const {
+  if (whole()) return "whole model";
+  return fmt::format("rank {} of {} ({})", rank, size,
+                     expert_parallel ? "expert parallel" : "tensor parallel");
+}
+
+Status CheckShardable(const ModelConfig& c, const ModelShard& s) {
+  if (s.size < 1 || s.rank < 0 || s.rank >= s.size) {
+    return InvalidArgument("rank {} of a group of {}", s.rank, s.size);
+  }
+  if (s.whole()) return Status::Ok();
+  const char* flag = s.expert_parallel ? "--ep" : "--tp";
+  auto need = [&](const char* field, int64_t v) -> Status {
+    if (v % s.size == 0) return Status::Ok();
+    return InvalidArgument("{} {}: {} = {} is not divisible by {}", flag, s.size, field, v, s.size);
+  };
+  MX_RETURN_IF_ERROR(need("num_attention_heads", c.num_attention_heads));
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    if (!c.is_moe_layer(l)) {
+      MX_RETURN_IF_ERROR(need("intermediate_size", c.intermediate_size));
+      break;
+    }
+  }
+  if (c.vocab_size < s.size) {
+    return InvalidArgument("{} {}: vocab_size {} is smaller than the group", flag, s.size,
+                           c.vocab_size);
+  }
+  if (c.n_routed_experts > 0) {
+    if (s.expert_parallel) {
+      MX_RETURN_IF_ERROR(need("n_routed_experts", c.n_routed_experts));
+    } else {
+      MX_RETURN_IF_ERROR(need("moe_intermediate_size", c.moe_intermediate_size));
+    }
+    if (c.n_shared_experts > 0) {
+      MX_RETURN_IF_ERROR(need("moe_intermediate_size (shared experts)",
+                              c.moe_intermediate_size * c.n_shared_experts));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<ModelWeights> LoadModelWeights(const ModelConfig& config, const Checkpoint& ckpt,
+                                      const ModelShard& shard) {
+  MX_RETURN_IF_ERROR(CheckShardable(config, shard));
   const std::vector<TensorSpec> specs = ExpectedTensors(config);
   const CheckpointReport report = CheckCheckpoint(config, specs, ckpt);
   if (!report.ok()) {
     return InvalidArgument("checkpoint does not match its config: {}", report.ProblemSummary());
   }
   MX_RETURN_IF_ERROR(CheckQuantization(config, report));
-  Loader ld(ckpt);
+  Loader ld(ckpt, shard);
   ModelWeights w;
+  w.shard = shard;
   MX_ASSIGN_OR_RETURN(w.embed_tokens, ld.Matrix("model.embed_tokens.weight"));
   MX_ASSIGN_OR_RETURN(w.norm, ld.Vector("model.norm.weight"));
-  MX_ASSIGN_OR_RETURN(w.lm_head, ld.Matrix("lm_head.weight"));
+  const int64_t V = config.vocab_size, vb = shard.VocabBlock(V),
+                v0 = std::min<int64_t>(V, shard.rank * vb);
+  MX_ASSIGN_OR_RETURN(w.lm_head,
+                      ld.ColumnParallel("lm_head.weight", v0, std::min<int64_t>(V, v0 + vb) - v0));
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
     MX_ASSIGN_OR_RETURN(LayerWeights l, ld.Layer(config, i));
     w.layers.push_back(std::move(l));

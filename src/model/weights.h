@@ -19,6 +19,7 @@
 #include "io/model_config.h"
 #include "kernels/kernels.h"
 #include "model/checkpoint_check.h"
+#include "model/shard.h"
 
 namespace mx {
 
@@ -52,12 +53,22 @@ struct LinearWeight {
   LinearWeight Rows(int64_t first, int64_t count) const;
 };
 
+// Rows [first, first + count) of `w` as a weight of its own: a view when `w` is itself a view
+// into the mapped file, else a copy of those rows (so the result never points into `w`).
+LinearWeight SliceRows(LinearWeight w, int64_t first, int64_t count);
+// Columns [first, first + count) of `w`, copied. Errors: InvalidArgument naming `name` when `w`
+// is MXFP4 and first or count is not a multiple of its 32-element block.
+Result<LinearWeight> SliceCols(const LinearWeight& w, int64_t first, int64_t count,
+                               const std::string& name);
+
 // y[m, n] = x[m, k] · Wᵀ (fp32 accumulation, threaded over n, y poisoned with NaN first).
 // MXFP4 weights take the int8-activation kernel (kernels/mxfp4.h). `t`: the kernels' loop order.
 void Linear(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
             const LinearWeight& w, float* y, GemmTiling t = {});
 
+// Under tensor parallelism (model/shard.h) H below is this rank's heads, `heads`.
 struct AttentionWeights {
+  int64_t heads = 0;                  // H: heads this rank computes
   LinearWeight q_a_proj;              // [Rq, D]
   std::vector<float> q_a_layernorm;   // [Rq]
   LinearWeight q_b_proj;              // [H·(Dn+Dr), Rq], per head [nope | rope]
@@ -71,8 +82,8 @@ struct AttentionWeights {
   LinearWeight kv_b_uk_t;
 };
 
-// kv_b_uk_t from kv_b_proj (see AttentionWeights).
-LinearWeight AbsorbedKeyWeight(const LinearWeight& kv_b_proj, const ModelConfig& c);
+// kv_b_uk_t from kv_b_proj of `heads` heads (see AttentionWeights).
+LinearWeight AbsorbedKeyWeight(const LinearWeight& kv_b_proj, const ModelConfig& c, int64_t heads);
 
 struct IndexerWeights {
   LinearWeight wq_b;                 // [Hi·Di, Rq], per head [rope | nope]
@@ -82,6 +93,8 @@ struct IndexerWeights {
   LinearWeight weights_proj;         // [Hi, D]
 };
 
+// Under tensor parallelism F is this rank's slice of the width; under expert parallelism the
+// routed experts of other ranks are left empty.
 struct MlpWeights {
   LinearWeight gate_proj;  // [F, D]
   LinearWeight up_proj;    // [F, D]
@@ -116,9 +129,10 @@ struct MtpWeights {
 };
 
 struct ModelWeights {
+  ModelShard shard;                  // the part of the model these are
   LinearWeight embed_tokens;         // [V, D]
   std::vector<float> norm;           // [D]
-  LinearWeight lm_head;              // [V, D]
+  LinearWeight lm_head;              // [V, D]; sharded: rows [rank·VocabBlock, ...) of them
   std::vector<LayerWeights> layers;  // [num_hidden_layers]
   bool has_mtp = false;
   MtpWeights mtp;
@@ -140,6 +154,10 @@ struct ModelWeights {
 // found dtype and shape.
 Status CheckQuantization(const ModelConfig& config, const CheckpointReport& report);
 
-Result<ModelWeights> LoadModelWeights(const ModelConfig& config, const Checkpoint& ckpt);
+// `shard`: the part to load (model/shard.h); tensors of other ranks' experts are not read.
+// Errors additionally: CheckShardable's, and SliceCols's for an MXFP4 tensor whose slice is not
+// 32-aligned.
+Result<ModelWeights> LoadModelWeights(const ModelConfig& config, const Checkpoint& ckpt,
+                                      const ModelShard& shard = {});
 
 }  // namespace mx
