@@ -7,14 +7,19 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "cli/cli_util.h"
 #include "cli/served_model_info.h"
 #include "cli/verb.h"
 #include "engine/dp_engine.h"
+#include "engine/tp_runner.h"
+#include "model/moe.h"
+#include "parallel/mpi_communicator.h"
 #include "server/server.h"
 
 namespace mx::cli {
@@ -31,7 +36,51 @@ struct ServeArgs {
   double shutdown_timeout_s = 30;
   int dp = 1;  // engine replicas per model (engine/dp_engine.h)
   std::string load_balance_method = "round_robin";
+  int tp = 0;  // tensor-parallel ranks (0: not given)
+  int ep = 0;  // expert-parallel ranks (0: not given)
 };
+
+// The size of the group under `mpirun` (Open MPI sets OMPI_COMM_WORLD_SIZE), else 0.
+int MpiWorldSize() {
+  const char* s = std::getenv("OMPI_COMM_WORLD_SIZE");
+  return s == nullptr ? 0 : std::atoi(s);
+}
+
+// --tp / --ep into the engine options: one group of max(tp, ep) ranks, MoE by whole experts
+// with --ep. Errors name the flags.
+Status ResolveParallel(const ServeArgs& a, EngineOptions& e) {
+  if (a.tp < 0 || a.ep < 0) return InvalidArgument("--tp and --ep must be >= 1");
+  if (a.tp > 0 && a.ep > 0 && a.tp != a.ep) {
+    return InvalidArgument(
+        "--tp {} --ep {}: the expert-parallel group is the tensor-parallel group (attention by "
+        "heads, MoE by whole experts over the same ranks), so give one size",
+        a.tp, a.ep);
+  }
+  e.tp = std::max({1, a.tp, a.ep});
+  e.expert_parallel = a.ep > 1;
+  return Status::Ok();
+}
+
+// A non-zero rank under mpirun: load this rank's shard and run rank 0's steps until it stops.
+int RunMpiWorker(const std::string& dir, const EngineOptions& e, Communicator& comm) {
+  // SIGTERM / SIGINT from mpirun reach every rank: rank 0 drains and then tells the workers to
+  // stop, so the workers wait for that.
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGINT, SIG_IGN);
+  auto kt = ChooseKernels(e.kernels);
+  if (!kt.ok()) return Fail(kt.status().message());
+  const ModelShard shard{comm.rank(), comm.size(), e.expert_parallel};
+  auto model = Model::Load(dir, nullptr, shard);
+  if (!model.ok()) return Fail(fmt::format("rank {}: {}", comm.rank(), model.status().message()));
+  auto moe = ResolveModelMoeTuning((*model)->config(), (*model)->weights(), (*kt)->level,
+                                   e.tuned_config_dir);
+  if (!moe.ok()) return Fail(fmt::format("rank {}: {}", comm.rank(), moe.status().message()));
+  std::fprintf(stderr, "mxserve: rank %d of %d (%s) loaded; running rank 0's steps\n", comm.rank(),
+               comm.size(), shard.Describe().c_str());
+  Status st = RunTpWorker(**model, comm, **kt, Globals().threads, *moe);
+  if (!st.ok()) return Fail(fmt::format("rank {}: {}", comm.rank(), st.message()));
+  return 0;
+}
 
 Result<std::vector<std::pair<std::string, std::string>>> ModelList(const ServeArgs& a) {
   std::vector<std::pair<std::string, std::string>> out;
@@ -71,6 +120,26 @@ int RunServe(ServeArgs& a) {
                  a.dp < 1 ? fmt::format("--dp must be >= 1, got {}", a.dp).c_str()
                           : method.status().message().c_str());
     return 2;
+  }
+  if (Status st = ResolveParallel(a, a.engine); !st.ok()) {
+    std::fprintf(stderr, "mxserve serve: %s\n", st.message().c_str());
+    return 2;
+  }
+  // Under mpirun the group is the MPI job: every rank loads its shard, rank 0 also serves.
+  std::unique_ptr<Communicator> mpi;
+  if (const int world = MpiWorldSize(); world > 1) {
+    if (world != a.engine.tp || a.dp != 1 || models->size() != 1) {
+      std::fprintf(stderr,
+                   "mxserve serve: under mpirun -np %d: give --tp %d (or --ep %d), one model and "
+                   "no --dp (got --tp %d, --dp %d, %zu models)\n",
+                   world, world, world, a.engine.tp, a.dp, models->size());
+      return 2;
+    }
+    auto comm = CreateMpiCommunicator();
+    if (!comm.ok()) return Fail(comm.status().message());
+    mpi = std::move(comm).value();
+    if (mpi->rank() != 0) return RunMpiWorker(models->front().second, a.engine, *mpi);
+    a.engine.tp_comm = mpi.get();
   }
   // Signals are taken by one waiting thread; every thread started from here inherits the mask.
   sigset_t set;
@@ -190,6 +259,11 @@ VerbRun SetupServe(CLI::App& app) {
                   "data parallel: engine replicas per model (own KV pool each; threads and the "
                   "KV budget split between them)")
       ->capture_default_str();
+  sub->add_option("--tp,--tensor-parallel-size", a->tp,
+                  "tensor parallel: attention by heads, FFN and MoE by width over N ranks (threads "
+                  "of this process, or the ranks of `mpirun -np N`)");
+  sub->add_option("--ep,--expert-parallel-size", a->ep,
+                  "expert parallel: as --tp, but MoE by whole experts per rank");
   sub->add_option("--load-balance-method", a->load_balance_method,
                   "--dp request routing: round_robin|least_load|cache_aware")
       ->capture_default_str();

@@ -15,7 +15,9 @@
 #include "base/log.h"
 #include "engine/engine_factory.h"
 #include "engine/scheduler.h"
+#include "engine/tp_runner.h"
 #include "model/moe.h"
+#include "parallel/communicator.h"
 
 namespace mx {
 
@@ -418,7 +420,23 @@ Result<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& o) {
       return InvalidArgument("kernels '{}': unknown or not available on this CPU", o.kernels);
     }
   }
-  MX_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(o.model_dir));
+  if (o.tp < 1) return InvalidArgument("--tp must be >= 1, got {}", o.tp);
+  if (o.tp_comm != nullptr && (o.tp_comm->size() != o.tp || o.tp_comm->rank() != 0)) {
+    return InvalidArgument("--tp {}: this process is rank {} of {}", o.tp, o.tp_comm->rank(),
+                           o.tp_comm->size());
+  }
+  // Rank 0's shard (the whole model without parallelism), then the other in-process ranks.
+  const ModelShard shard0{0, o.tp, o.expert_parallel && o.tp > 1};
+  MX_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(o.model_dir, nullptr, shard0));
+  std::vector<std::unique_ptr<Model>> others;
+  if (o.tp > 1 && o.tp_comm == nullptr) {
+    for (int r = 1; r < o.tp; ++r) {
+      MX_ASSIGN_OR_RETURN(
+          std::unique_ptr<Model> m,
+          Model::Load(o.model_dir, nullptr, ModelShard{r, o.tp, shard0.expert_parallel}));
+      others.push_back(std::move(m));
+    }
+  }
   MX_ASSIGN_OR_RETURN(std::vector<int32_t> eos, LoadEosTokenIds(o.model_dir, model->config()));
   std::optional<tok::Tokenizer> tokenizer;
   const std::string tok_path = (std::filesystem::path(o.model_dir) / "tokenizer.json").string();
@@ -429,9 +447,24 @@ Result<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& o) {
   std::vector<float> kv_scales = model->kv_scales();
   MX_ASSIGN_OR_RETURN(MoeTuning moe, ResolveModelMoeTuning(model->config(), model->weights(),
                                                            kt->level, o.tuned_config_dir));
-  return CreateEngineWithRunner(o,
-                                MakeModelRunner(std::move(model), *kt, o.threads, std::move(moe)),
-                                std::move(tokenizer), std::move(eos), std::move(kv_scales));
+  std::unique_ptr<ModelRunner> runner;
+  EngineOptions eo = o;
+  if (o.tp == 1) {
+    runner = MakeModelRunner(std::move(model), *kt, o.threads, std::move(moe));
+  } else if (o.tp_comm != nullptr) {
+    runner = MakeTpDriverRunner(std::move(model), *o.tp_comm, *kt, o.threads, std::move(moe));
+  } else {
+    others.insert(others.begin(), std::move(model));
+    MX_ASSIGN_OR_RETURN(
+        runner, InProcessTpRunner::Create(std::move(others), *kt, o.threads, std::move(moe)));
+    eo.mem_fraction /= o.tp;
+  }
+  if (o.tp > 1) {
+    MX_LOG_INFO("{} parallel over {} ranks ({})", o.expert_parallel ? "expert" : "tensor", o.tp,
+                o.tp_comm != nullptr ? "MPI" : "threads of this process");
+  }
+  return CreateEngineWithRunner(eo, std::move(runner), std::move(tokenizer), std::move(eos),
+                                std::move(kv_scales));
 }
 
 }  // namespace mx

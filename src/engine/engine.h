@@ -19,6 +19,8 @@
 
 namespace mx {
 
+class Communicator;  // parallel/communicator.h
+
 enum class FinishReason { kNone, kStop, kLength, kAbort };
 const char* FinishReasonName(FinishReason r);  // "stop", "length", "abort"
 
@@ -136,6 +138,14 @@ struct EngineOptions {
   // Tuned MoE kernel configs (model/moe_tuning.h): looked up in the repository's configs/moe/,
   // then here; without one the MoE runs its untuned default and the log says how to tune it.
   std::string tuned_config_dir;
+  // Tensor / expert parallelism (engine/tp_runner.h): a group of `tp` model shards, MoE split
+  // by width or, with expert_parallel, by whole experts. tp_comm null: the ranks are threads of
+  // this process; else rank 0's communicator of a group of that size (MPI), whose other ranks
+  // run RunTpWorker. With tp_comm null and max_total_tokens 0, each rank's KV copy gets
+  // mem_fraction / tp (MLA keeps the whole latent cache on every rank).
+  int tp = 1;
+  bool expert_parallel = false;
+  Communicator* tp_comm = nullptr;  // not owned
 };
 
 // Which MoE kernel config the engine runs with, decided at load (model/moe_tuning.h).

@@ -42,6 +42,7 @@ class PagedKvStore final : public KvStore {
   int64_t n_pages() const { return n_pages_; }
   int64_t n_layers() const { return n_layers_; }
   KvCacheDtype dtype() const { return dtype_; }
+  const std::vector<float>& layer_scales() const { return scales_; }
 
   // The page table of `seq` (created empty on first use); position p lives in slot
   // p % page_size of page table[p / page_size].

@@ -79,7 +79,7 @@ GreedyRun Generate(const Model& m, const std::vector<int32_t>& prompt, int n, Co
 
 // Every rank of a `size`-rank group generates; returns each rank's run.
 std::vector<GreedyRun> GenerateSharded(const std::string& dir, int size, bool ep,
-                                 const std::vector<int32_t>& prompt, int n) {
+                                       const std::vector<int32_t>& prompt, int n) {
   std::vector<std::unique_ptr<Model>> shards;
   for (int r = 0; r < size; ++r) {
     auto m = Model::Load(dir, nullptr, ModelShard{r, size, ep});
@@ -91,8 +91,7 @@ std::vector<GreedyRun> GenerateSharded(const std::string& dir, int size, bool ep
   std::vector<GreedyRun> runs(size);
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
-    threads.emplace_back(
-        [&, r] { runs[r] = Generate(*shards[r], prompt, n, &group.rank(r)); });
+    threads.emplace_back([&, r] { runs[r] = Generate(*shards[r], prompt, n, &group.rank(r)); });
   }
   for (auto& t : threads) t.join();
   return runs;
@@ -116,7 +115,8 @@ struct TempDir {
 // A copy of `src` with its routed experts in MXFP4 (made once per process, removed at exit).
 std::string QuantizedCopy(const std::string& src, const std::string& tag) {
   static std::vector<std::unique_ptr<TempDir>> temps;
-  const fs::path out = fs::temp_directory_path() / ("mx_tp_" + tag + "_" + std::to_string(::getpid()));
+  const fs::path out =
+      fs::temp_directory_path() / ("mx_tp_" + tag + "_" + std::to_string(::getpid()));
   if (!fs::exists(out)) {
     quant::QuantizeOptions o;
     o.threads = 2;
@@ -174,12 +174,12 @@ std::string CaseName(const ::testing::TestParamInfo<std::tuple<Case, int, bool>>
   return cs.name + (ep ? "_ep" : "_tp") + std::to_string(size);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Checkpoints, ModelParallelTest,
-    ::testing::Combine(::testing::Values(Case{"tiny"}, Case{"tiny_glm52"}, Case{"bundled"},
-                                         Case{"bundled_mxfp4"}),
-                       ::testing::Values(2), ::testing::Bool()),
-    CaseName);
+INSTANTIATE_TEST_SUITE_P(Checkpoints, ModelParallelTest,
+                         ::testing::Combine(::testing::Values(Case{"tiny"}, Case{"tiny_glm52"},
+                                                              Case{"bundled"},
+                                                              Case{"bundled_mxfp4"}),
+                                            ::testing::Values(2), ::testing::Bool()),
+                         CaseName);
 
 TEST(ModelParallel, ShardHoldsOnlyItsPart) {
   const std::string dir = TestCheckpointDir("tiny-glm52");

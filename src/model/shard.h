@@ -39,9 +39,7 @@ struct ModelShard {
   int64_t First(int64_t n) const { return n / size * rank; }
   int64_t Count(int64_t n) const { return n / size; }
   // EP: whether routed expert e (of E) lives on this rank (contiguous blocks of E/size).
-  bool OwnsExpert(int64_t e, int64_t E) const {
-    return !expert_parallel || e / (E / size) == rank;
-  }
+  bool OwnsExpert(int64_t e, int64_t E) const { return !expert_parallel || e / (E / size) == rank; }
   // lm_head rows per rank (the last rank's block is shorter when size does not divide V).
   int64_t VocabBlock(int64_t V) const { return (V + size - 1) / size; }
   std::string Describe() const;

@@ -8,8 +8,10 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <mutex>
+#include <thread>
 
 #include "base/check.h"
 
@@ -26,7 +28,8 @@ Status MpiError(int rc, const char* what) {
   char msg[MPI_MAX_ERROR_STRING] = {};
   int len = 0;
   MPI_Error_string(rc, msg, &len);
-  return Status(StatusCode::kInternal,
+  // note: Unavailable, like a dead peer in process (communicator.h): the group is unusable.
+  return Status(StatusCode::kUnavailable,
                 fmt::format("MPI {} failed: {}", what, std::string(msg, len)));
 }
 
@@ -79,8 +82,27 @@ class MpiCommunicator final : public Communicator {
     MX_CHECK_MSG(root >= 0 && root < size_, fmt::format("root {} of {} ranks", root, size_));
     for (size_t off = 0; off < data.size(); off += kMaxPiece) {
       const size_t len = std::min(kMaxPiece, data.size() - off);
-      int rc = MPI_Bcast(data.data() + off, static_cast<int>(len), MPI_BYTE, root, comm_);
-      if (rc != MPI_SUCCESS) return MpiError(rc, "Bcast");
+      // A receiver may wait long (a tensor-parallel worker between requests): poll a
+      // non-blocking broadcast, spinning briefly and then sleeping up to 1 ms between polls,
+      // instead of MPI_Bcast's busy wait, which would hold a core while idle. (The root uses
+      // MPI_Ibcast too: a blocking collective does not match a non-blocking one.)
+      MPI_Request req;
+      int rc = MPI_Ibcast(data.data() + off, static_cast<int>(len), MPI_BYTE, root, comm_, &req);
+      if (rc != MPI_SUCCESS) return MpiError(rc, "Ibcast");
+      if (rank_ == root) {
+        rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) return MpiError(rc, "Ibcast");
+        continue;
+      }
+      for (int polls = 0;; ++polls) {
+        int done = 0;
+        rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) return MpiError(rc, "Ibcast");
+        if (done) break;
+        if (polls > 2000) {
+          std::this_thread::sleep_for(std::chrono::microseconds(polls > 20000 ? 1000 : 50));
+        }
+      }
     }
     return Status::Ok();
   }

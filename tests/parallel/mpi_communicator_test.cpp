@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "mpi_gtest_main.h"
 #include "parallel/collective_test_util.h"
 #include "parallel/mpi_communicator.h"
 
@@ -84,28 +85,4 @@ TEST(MpiCommunicator, RepeatedMixedCollectives) {
 }  // namespace
 }  // namespace mx
 
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  auto comm = mx::CreateMpiCommunicator();
-  if (!comm.ok()) {
-    std::fprintf(stderr, "%s\n", comm.status().ToString().c_str());
-    return 1;
-  }
-  mx::g_comm = comm->get();
-  if ((*comm)->rank() != 0) {
-    // Only rank 0 prints progress; a failure on any rank still sets its exit code (and
-    // mpirun's).
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  int rc = RUN_ALL_TESTS();
-  // A rank that failed must not leave the others waiting in a collective: all agree first.
-  std::vector<float> failed = {rc != 0 ? 1.0f : 0.0f};
-  (void)mx::g_comm->AllReduceSum(failed);
-  if (rc == 0 && failed[0] > 0) {
-    std::fprintf(stderr, "rank %d: another rank failed\n", mx::g_comm->rank());
-    rc = 1;
-  }
-  comm->reset();
-  return rc;
-}
+int main(int argc, char** argv) { return mx::testing::RunMpiTests(argc, argv, &mx::g_comm); }

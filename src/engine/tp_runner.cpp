@@ -1,0 +1,353 @@
+// The tensor / expert parallel runner: driver, worker loop and the step they exchange (see
+// tp_runner.h).
+#include "engine/tp_runner.h"
+
+#include <atomic>
+#include <cstring>
+#include <set>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "base/check.h"
+#include "base/log.h"
+#include "base/thread_pool.h"
+#include "kv/paged_kv_store.h"
+#include "parallel/in_process_communicator.h"
+
+namespace mx {
+
+namespace {
+
+// What rank 0 broadcasts before each forward. Encoded as a flat little-endian byte string:
+// fields in declaration order, vectors as an int64 count then their elements.
+struct Step {
+  enum Op : int32_t { kForward = 1, kForwardMtp = 2, kStop = 3 };
+  int32_t op = kStop;
+  // The driver's KV geometry (the worker makes its store once, from the first step).
+  int64_t page_size = 0, n_pages = 0;
+  int32_t kv_dtype = 0;
+  std::vector<float> kv_scales;
+  ForwardBatch fwd;                          // kForward
+  MtpBatch mtp;                              // kForwardMtp
+  std::vector<std::vector<int32_t>> tables;  // page table of each sequence, batch order
+};
+
+class Writer {
+ public:
+  template <typename T>
+  void Pod(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const std::byte*>(&v);
+    buf_.insert(buf_.end(), p, p + sizeof(T));
+  }
+  template <typename T>
+  void Vec(const std::vector<T>& v) {
+    Pod(static_cast<int64_t>(v.size()));
+    const auto* p = reinterpret_cast<const std::byte*>(v.data());
+    buf_.insert(buf_.end(), p, p + v.size() * sizeof(T));
+  }
+  std::vector<std::byte>& bytes() { return buf_; }
+
+ private:
+  std::vector<std::byte> buf_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const std::byte> b) : b_(b) {}
+  template <typename T>
+  bool Pod(T& v) {
+    if (b_.size() - off_ < sizeof(T)) return false;
+    std::memcpy(&v, b_.data() + off_, sizeof(T));
+    off_ += sizeof(T);
+    return true;
+  }
+  template <typename T>
+  bool Vec(std::vector<T>& v) {
+    int64_t n = 0;
+    if (!Pod(n) || n < 0 || static_cast<uint64_t>(n) > (b_.size() - off_) / sizeof(T)) return false;
+    v.resize(n);
+    std::memcpy(v.data(), b_.data() + off_, n * sizeof(T));
+    off_ += n * sizeof(T);
+    return true;
+  }
+  bool done() const { return off_ == b_.size(); }
+
+ private:
+  std::span<const std::byte> b_;
+  size_t off_ = 0;
+};
+
+std::vector<std::byte> Encode(const Step& s) {
+  Writer w;
+  w.Pod(s.op);
+  w.Pod(s.page_size);
+  w.Pod(s.n_pages);
+  w.Pod(s.kv_dtype);
+  w.Vec(s.kv_scales);
+  w.Pod(static_cast<int64_t>(s.fwd.seqs.size()));
+  for (const SequenceInput& q : s.fwd.seqs) {
+    w.Pod(q.seq);
+    w.Pod(q.start_pos);
+    w.Vec(q.tokens);
+    w.Vec(q.mtp_next);
+    w.Pod(static_cast<uint8_t>(q.all_logits));
+  }
+  w.Pod(static_cast<int64_t>(s.mtp.seqs.size()));
+  for (const MtpSequenceInput& q : s.mtp.seqs) {
+    w.Pod(q.seq);
+    w.Pod(q.start_pos);
+    w.Vec(q.tokens);
+    w.Vec(q.hidden);
+    w.Vec(q.topk);
+  }
+  w.Pod(static_cast<int64_t>(s.tables.size()));
+  for (const auto& t : s.tables) w.Vec(t);
+  return std::move(w.bytes());
+}
+
+Result<Step> Decode(std::span<const std::byte> bytes) {
+  Reader r(bytes);
+  Step s;
+  int64_t n = 0;
+  bool ok = r.Pod(s.op) && r.Pod(s.page_size) && r.Pod(s.n_pages) && r.Pod(s.kv_dtype) &&
+            r.Vec(s.kv_scales) && r.Pod(n) && n >= 0;
+  for (int64_t i = 0; ok && i < n; ++i) {
+    SequenceInput& q = s.fwd.seqs.emplace_back();
+    uint8_t all = 0;
+    ok = r.Pod(q.seq) && r.Pod(q.start_pos) && r.Vec(q.tokens) && r.Vec(q.mtp_next) && r.Pod(all);
+    q.all_logits = all != 0;
+  }
+  ok = ok && r.Pod(n) && n >= 0;
+  for (int64_t i = 0; ok && i < n; ++i) {
+    MtpSequenceInput& q = s.mtp.seqs.emplace_back();
+    ok = r.Pod(q.seq) && r.Pod(q.start_pos) && r.Vec(q.tokens) && r.Vec(q.hidden) && r.Vec(q.topk);
+  }
+  ok = ok && r.Pod(n) && n >= 0;
+  for (int64_t i = 0; ok && i < n; ++i) ok = r.Vec(s.tables.emplace_back());
+  if (!ok || !r.done() || s.op < Step::kForward || s.op > Step::kStop) {
+    return Internal("tensor-parallel step of {} bytes is malformed", bytes.size());
+  }
+  return s;
+}
+
+// A collective failure: the group is broken, the runner with it (model_runner.h).
+Status GroupFailed(const Status& st) {
+  return Status(StatusCode::kUnavailable, fmt::format("tensor-parallel group failed: {}",
+                                                      st.message()));
+}
+
+bool IsGroupFailure(const Status& st) {
+  return st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kAborted;
+}
+
+int PerRankThreads(int threads, int size) {
+  const int total = threads > 0 ? threads : ThreadPool::HardwareThreads();
+  return std::max(1, total / size);
+}
+
+class TpDriver final : public ModelRunner {
+ public:
+  TpDriver(std::unique_ptr<Model> model, Communicator& comm, const KernelTable& kt, int threads,
+           MoeTuning moe)
+      : model_(std::move(model)), comm_(comm), kt_(kt), pool_(threads), moe_(std::move(moe)) {
+    MX_CHECK_EQ(comm_.rank(), 0);
+    MX_CHECK_EQ(model_->shard().size, comm_.size());
+  }
+
+  ~TpDriver() override {
+    Step stop;
+    stop.op = Step::kStop;
+    if (Status st = Send(stop); !st.ok()) MX_LOG_WARN("stopping the workers: {}", st.ToString());
+  }
+
+  const ModelConfig& config() const override { return model_->config(); }
+  const MoeTuning* moe_tuning() const override { return &moe_; }
+
+  Result<std::vector<float>> Forward(const ForwardBatch& batch, KvStore& kv) override {
+    MX_ASSIGN_OR_RETURN(ForwardOutput out, ForwardRows(batch, kv));
+    return std::move(out.logits);
+  }
+
+  Result<ForwardOutput> ForwardRows(const ForwardBatch& batch, KvStore& kv) override {
+    Step s;
+    s.op = Step::kForward;
+    s.fwd = batch;
+    std::vector<int64_t> seqs;
+    for (const SequenceInput& q : batch.seqs) seqs.push_back(q.seq);
+    MX_RETURN_IF_ERROR(Prepare(s, seqs, kv));
+    ForwardOptions opts;
+    opts.logits = LogitsMode::kLast;
+    opts.moe_tuning = &moe_;
+    opts.comm = &comm_;
+    auto out = model_->Forward(batch, opts, kv, kt_, pool_);
+    if (!out.ok() && IsGroupFailure(out.status())) return GroupFailed(out.status());
+    return out;
+  }
+
+  Result<MtpOutput> ForwardMtp(const MtpBatch& batch, KvStore& kv) override {
+    Step s;
+    s.op = Step::kForwardMtp;
+    s.mtp = batch;
+    std::vector<int64_t> seqs;
+    for (const MtpSequenceInput& q : batch.seqs) seqs.push_back(q.seq);
+    MX_RETURN_IF_ERROR(Prepare(s, seqs, kv));
+    auto out = model_->ForwardMtp(batch, kv, kt_, pool_, &moe_, &comm_);
+    if (!out.ok() && IsGroupFailure(out.status())) return GroupFailed(out.status());
+    return out;
+  }
+
+ private:
+  // Adds the KV geometry and page tables to `s` and broadcasts it.
+  Status Prepare(Step& s, const std::vector<int64_t>& seqs, KvStore& kv) {
+    auto* paged = dynamic_cast<PagedKvStore*>(&kv);
+    if (paged == nullptr) {
+      return FailedPrecondition("tensor parallelism runs on the engine's paged KV store");
+    }
+    s.page_size = paged->page_size();
+    s.n_pages = paged->n_pages();
+    s.kv_dtype = static_cast<int32_t>(paged->dtype());
+    s.kv_scales = paged->layer_scales();
+    for (int64_t q : seqs) s.tables.push_back(paged->PageTable(q));
+    return Send(s);
+  }
+
+  Status Send(const Step& s) {
+    std::vector<std::byte> bytes = Encode(s);
+    int64_t n = static_cast<int64_t>(bytes.size());
+    if (Status st = comm_.Broadcast(std::span<int64_t>(&n, 1), 0); !st.ok()) {
+      return GroupFailed(st);
+    }
+    if (Status st = comm_.BroadcastBytes(bytes, 0); !st.ok()) return GroupFailed(st);
+    return Status::Ok();
+  }
+
+  std::unique_ptr<Model> model_;
+  Communicator& comm_;
+  const KernelTable& kt_;
+  ThreadPool pool_;
+  MoeTuning moe_;
+};
+
+class InProcessTpRunnerImpl final : public InProcessTpRunner {
+ public:
+  InProcessTpRunnerImpl(std::vector<std::unique_ptr<Model>> shards, const KernelTable& kt,
+                        int threads, MoeTuning moe)
+      : group_(static_cast<int>(shards.size())), moe_(moe) {
+    const int size = group_.size();
+    const int per = PerRankThreads(threads, size);
+    for (int r = 1; r < size; ++r) workers_.push_back(std::move(shards[r]));
+    driver_ = std::make_unique<TpDriver>(std::move(shards[0]), group_.rank(0), kt, per,
+                                         std::move(moe));
+    for (int r = 1; r < size; ++r) {
+      threads_.emplace_back([this, r, per, &kt] {
+        Status st = RunTpWorker(*workers_[r - 1], group_.rank(r), kt, per, moe_);
+        if (!st.ok()) group_.Abort(fmt::format("rank {} stopped: {}", r, st.message()));
+      });
+    }
+  }
+
+  ~InProcessTpRunnerImpl() override {
+    driver_.reset();  // tells the workers to stop
+    for (auto& t : threads_) t.join();
+  }
+
+  const ModelConfig& config() const override { return driver_->config(); }
+  const MoeTuning* moe_tuning() const override { return driver_->moe_tuning(); }
+  Result<std::vector<float>> Forward(const ForwardBatch& b, KvStore& kv) override {
+    return driver_->Forward(b, kv);
+  }
+  Result<ForwardOutput> ForwardRows(const ForwardBatch& b, KvStore& kv) override {
+    return driver_->ForwardRows(b, kv);
+  }
+  Result<MtpOutput> ForwardMtp(const MtpBatch& b, KvStore& kv) override {
+    return driver_->ForwardMtp(b, kv);
+  }
+
+  void FailRank(int rank, const std::string& reason) override {
+    MX_CHECK(rank > 0 && rank < group_.size());
+    group_.Abort(fmt::format("rank {} stopped: {}", rank, reason));
+  }
+
+ private:
+  InProcessGroup group_;
+  MoeTuning moe_;  // the workers' copy
+  std::vector<std::unique_ptr<Model>> workers_;
+  std::unique_ptr<TpDriver> driver_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelRunner> MakeTpDriverRunner(std::unique_ptr<Model> shard, Communicator& comm,
+                                                const KernelTable& kt, int threads,
+                                                MoeTuning moe) {
+  return std::make_unique<TpDriver>(std::move(shard), comm, kt, threads, std::move(moe));
+}
+
+Status RunTpWorker(const Model& shard, Communicator& comm, const KernelTable& kt, int threads,
+                   const MoeTuning& moe) {
+  MX_CHECK_GT(comm.rank(), 0);
+  ThreadPool pool(threads);
+  std::unique_ptr<PagedKvStore> kv;
+  std::set<int64_t> held;  // sequences whose page tables the store holds
+  for (;;) {
+    int64_t n = 0;
+    MX_RETURN_IF_ERROR(comm.Broadcast(std::span<int64_t>(&n, 1), 0));
+    if (n < 0 || n > (int64_t{1} << 34)) return Internal("tensor-parallel step of {} bytes", n);
+    std::vector<std::byte> bytes(n);
+    MX_RETURN_IF_ERROR(comm.BroadcastBytes(bytes, 0));
+    MX_ASSIGN_OR_RETURN(Step s, Decode(bytes));
+    if (s.op == Step::kStop) return Status::Ok();
+    if (kv == nullptr) {
+      kv = std::make_unique<PagedKvStore>(shard.config(), s.page_size, s.n_pages,
+                                          static_cast<KvCacheDtype>(s.kv_dtype), s.kv_scales);
+    } else if (kv->page_size() != s.page_size || kv->n_pages() != s.n_pages) {
+      return FailedPrecondition("the driver's KV geometry changed ({} pages of {} → {} of {})",
+                                kv->n_pages(), kv->page_size(), s.n_pages, s.page_size);
+    }
+    std::set<int64_t> now;
+    const size_t n_seqs = s.op == Step::kForward ? s.fwd.seqs.size() : s.mtp.seqs.size();
+    if (s.tables.size() != n_seqs) return Internal("tensor-parallel step without page tables");
+    for (size_t i = 0; i < n_seqs; ++i) {
+      const int64_t seq = s.op == Step::kForward ? s.fwd.seqs[i].seq : s.mtp.seqs[i].seq;
+      kv->PageTable(seq) = std::move(s.tables[i]);
+      now.insert(seq);
+    }
+    // A sequence the driver no longer sends keeps its table until the next step it is in;
+    // drop those not in this step so finished requests do not pile up.
+    for (int64_t seq : held) {
+      if (!now.count(seq)) kv->RemoveSequence(seq);
+    }
+    held = std::move(now);
+    Status st;
+    if (s.op == Step::kForward) {
+      ForwardOptions opts;
+      opts.logits = LogitsMode::kLast;
+      opts.moe_tuning = &moe;
+      opts.comm = &comm;
+      st = shard.Forward(s.fwd, opts, *kv, kt, pool).status();
+    } else {
+      st = shard.ForwardMtp(s.mtp, *kv, kt, pool, &moe, &comm).status();
+    }
+    if (IsGroupFailure(st)) return st;
+    if (!st.ok()) MX_LOG_WARN("tensor-parallel rank {}: {}", comm.rank(), st.ToString());
+  }
+}
+
+Result<std::unique_ptr<InProcessTpRunner>> InProcessTpRunner::Create(
+    std::vector<std::unique_ptr<Model>> shards, const KernelTable& kt, int threads,
+    MoeTuning moe) {
+  if (shards.size() < 2) return InvalidArgument("an in-process group needs at least 2 shards");
+  for (size_t r = 0; r < shards.size(); ++r) {
+    const ModelShard& s = shards[r]->shard();
+    if (s.rank != static_cast<int>(r) || s.size != static_cast<int>(shards.size())) {
+      return InvalidArgument("shard {} is {}", r, s.Describe());
+    }
+  }
+  return std::unique_ptr<InProcessTpRunner>(
+      std::make_unique<InProcessTpRunnerImpl>(std::move(shards), kt, threads, std::move(moe)));
+}
+
+}  // namespace mx
