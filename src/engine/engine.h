@@ -82,6 +82,7 @@ struct DpReplicaStats {
   int64_t kv_pages_used = 0;
   int64_t kv_pages_total = 0;
   int64_t requests_routed = 0;  // requests the router sent it
+  bool healthy = true;          // false: failed (Engine::Health), out of rotation
 };
 
 struct EngineStats {
