@@ -95,6 +95,18 @@ void AddStats(const EngineStats& s, EngineStats* t) {
   add(s.spec_accepted_at, &t->spec_accepted_at);
 }
 
+// Unavailable: `what`, then "replica i: <why>" for each replica with a non-ok `why`.
+Status ReplicasUnavailable(const char* what, const std::vector<Status>& why) {
+  std::string msg = what;
+  const char* sep = ": ";
+  for (size_t r = 0; r < why.size(); ++r) {
+    if (why[r].ok()) continue;
+    msg += fmt::format("{}replica {}: {}", sep, r, why[r].message());
+    sep = "; ";
+  }
+  return Status(StatusCode::kUnavailable, std::move(msg));
+}
+
 class DpEngine final : public Engine {
  public:
   DpEngine(std::vector<std::unique_ptr<Engine>> replicas, DpRouterOptions opts)
@@ -116,10 +128,25 @@ class DpEngine final : public Engine {
       std::lock_guard<std::mutex> b(book_->mu);
       loads = book_->inflight;
     }
-    int r = router_.Route(request.prompt, loads).replica;
-    const std::vector<int32_t> prompt = request.prompt;
+    // A failed replica is out of rotation: it counts as tried, and the router's choice falls
+    // to the least loaded replica not tried yet, as for a full one.
+    std::vector<Status> refused(replicas_.size());  // why each tried replica took nothing
     std::vector<bool> tried(replicas_.size(), false);
-    while (true) {
+    for (size_t k = 0; k < replicas_.size(); ++k) {
+      refused[k] = replicas_[k]->Health();
+      tried[k] = !refused[k].ok();
+    }
+    auto next_untried = [&] {
+      int next = -1;
+      for (size_t k = 0; k < replicas_.size(); ++k) {
+        if (!tried[k] && (next < 0 || loads[k] < loads[next])) next = static_cast<int>(k);
+      }
+      return next;
+    };
+    int r = router_.Route(request.prompt, loads).replica;
+    if (tried[r]) r = next_untried();
+    const std::vector<int32_t> prompt = request.prompt;
+    while (r >= 0) {
       tried[r] = true;
       auto s = replicas_[r]->Submit(request);
       if (s.ok()) {
@@ -131,15 +158,19 @@ class DpEngine final : public Engine {
         ++book_->routed[r];
         return std::unique_ptr<RequestStream>(std::make_unique<DpStream>(id, book_, std::move(*s)));
       }
-      if (s.status().code() != StatusCode::kResourceExhausted) return s.status();
-      // Full: the least loaded replica not tried yet, if any.
-      int next = -1;
-      for (size_t k = 0; k < replicas_.size(); ++k) {
-        if (!tried[k] && (next < 0 || loads[k] < loads[next])) next = static_cast<int>(k);
+      // Full, or failed since its health was read: the next one; any other error is the
+      // request's own.
+      const StatusCode code = s.status().code();
+      if (code != StatusCode::kResourceExhausted && code != StatusCode::kUnavailable) {
+        return s.status();
       }
-      if (next < 0) return s.status();
-      r = next;
+      refused[r] = s.status();
+      r = next_untried();
     }
+    for (const Status& why : refused) {
+      if (why.code() == StatusCode::kResourceExhausted) return why;  // 429: worth a retry
+    }
+    return ReplicasUnavailable("no data-parallel replica takes requests", refused);
   }
 
   void Abort(RequestId id) override {
@@ -162,10 +193,12 @@ class DpEngine final : public Engine {
       each.push_back(e->Stats());
       AddStats(each.back(), &total);
     }
+    std::vector<bool> healthy;
+    for (const auto& e : replicas_) healthy.push_back(e->Health().ok());
     std::lock_guard<std::mutex> b(book_->mu);
     for (size_t r = 0; r < each.size(); ++r) {
       total.dp_replicas.push_back({each[r].running, each[r].queued, each[r].kv_pages_used,
-                                   each[r].kv_pages_total, book_->routed[r]});
+                                   each[r].kv_pages_total, book_->routed[r], healthy[r]});
     }
     return total;
   }
@@ -183,6 +216,15 @@ class DpEngine final : public Engine {
     std::vector<std::thread> t;
     for (auto& e : replicas_) t.emplace_back([&e, drain_timeout] { e->Shutdown(drain_timeout); });
     for (auto& th : t) th.join();
+  }
+
+  Status Health() const override {
+    std::vector<Status> each;
+    for (const auto& e : replicas_) {
+      each.push_back(e->Health());
+      if (each.back().ok()) return Status::Ok();
+    }
+    return ReplicasUnavailable("every data-parallel replica has failed", each);
   }
 
   int64_t context_window() const override { return replicas_[0]->context_window(); }

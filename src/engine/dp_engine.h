@@ -6,7 +6,11 @@
 // speculative decoding) and lists each replica's load in EngineStats::dp_replicas.
 //
 // A replica whose queue is full (ResourceExhausted) is skipped for the next least loaded one;
-// the request is refused only when every replica is full.
+// the request is refused only when every replica is full. A replica that has failed
+// (Engine::Health not ok: its model runner broke) is out of rotation for good: no request is
+// sent to it, and its entry in dp_replicas says healthy = false. The group's Health() is ok
+// while one replica is; with none left, Submit and Health return Unavailable naming each
+// replica's failure.
 //
 // Thread-safety: like Engine, every method may be called from any thread.
 #pragma once

@@ -1,7 +1,8 @@
 // The data-parallel group over scripted fake replicas (routing order, least load, cache-aware
 // stickiness and spread, abort and streams reaching the owning replica although replica-local
-// ids collide, full-queue fallback, summed stats) and over real replicas of the tiny test
-// checkpoint (greedy tokens equal to one engine; --dp errors).
+// ids collide, full-queue fallback, summed stats, failed replicas out of rotation), over
+// engines whose runner breaks, and over real replicas of the tiny test checkpoint (greedy
+// tokens equal to one engine; --dp errors).
 #include "engine/dp_engine.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "engine/engine_factory.h"
 #include "engine/engine_test_util.h"
 
 namespace mx {
@@ -25,6 +27,9 @@ class FakeReplica final : public Engine {
     std::vector<RequestId> local_ids;
     std::vector<RequestId> aborted;
     std::set<RequestId> finished;  // aborted or done
+    int64_t submits = 0;           // Submit calls, refused ones too
+    Status health;                 // non-ok: failed (Health, and Submit refuses with it)
+    bool hide_health = false;      // Health() says ok even so (it failed after being asked)
   };
 
   FakeReplica(int32_t tag, bool finish, int64_t max_active = 1 << 20)
@@ -33,6 +38,8 @@ class FakeReplica final : public Engine {
 
   Result<std::unique_ptr<RequestStream>> Submit(GenerationRequest r) override {
     std::lock_guard<std::mutex> l(log_->mu);
+    ++log_->submits;
+    if (!log_->health.ok()) return log_->health;
     if (static_cast<int64_t>(log_->prompts.size() - log_->finished.size()) >= max_active_) {
       return ResourceExhausted("fake replica {} is full", tag_);
     }
@@ -62,6 +69,10 @@ class FakeReplica final : public Engine {
   }
   void FlushCache() override {}
   void Shutdown(std::chrono::milliseconds) override {}
+  Status Health() const override {
+    std::lock_guard<std::mutex> l(log_->mu);
+    return log_->hide_health ? Status::Ok() : log_->health;
+  }
   int64_t context_window() const override { return 4096; }
   int64_t vocab_size() const override { return 1000; }
 
@@ -289,6 +300,134 @@ TEST(DpEngine, StatsSumTheReplicas) {
   ASSERT_EQ(s.dp_replicas.size(), 2u);
   EXPECT_EQ(s.dp_replicas[1].kv_pages_total, 101);
   EXPECT_EQ(s.dp_replicas[0].running, 1);
+}
+
+void Fail(const Group& g, int r, const std::string& why, bool hidden = false) {
+  std::lock_guard<std::mutex> l(g.logs[r]->mu);
+  g.logs[r]->health = Status(StatusCode::kUnavailable, "engine failed: " + why);
+  g.logs[r]->hide_health = hidden;
+}
+
+int64_t Submits(const Group& g, int r) {
+  std::lock_guard<std::mutex> l(g.logs[r]->mu);
+  return g.logs[r]->submits;
+}
+
+class DpReplicaFailure : public ::testing::TestWithParam<LoadBalanceMethod> {};
+
+// Whatever the method, a failed replica is sent nothing more (cache_aware: not even prompts its
+// prefix tree holds); the other serves everything, and the group stays healthy.
+TEST_P(DpReplicaFailure, FailedReplicaIsOutOfRotation) {
+  Group g = MakeGroup(2, GetParam(), /*finish=*/true);
+  std::mt19937 rng(9);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 4; ++i) prompts.push_back(RandomPrompt(rng, 32));
+  for (const auto& p : prompts) ASSERT_FALSE(Drain(*MustSubmit(*g.dp, Req(p))).timed_out);
+  ASSERT_GT(Submits(g, 0), 0) << "both replicas served before the failure";
+  Fail(g, 0, "tp rank 3 died");
+  const int64_t before = Submits(g, 0);
+  EXPECT_TRUE(g.dp->Health().ok()) << g.dp->Health().ToString();
+  for (int i = 0; i < 12; ++i) {
+    // Half repeat the earlier prompts (some of them replica 0's), half are new.
+    const std::vector<int32_t> p = i % 2 == 0 ? prompts[(i / 2) % 4] : RandomPrompt(rng, 32);
+    auto s = g.dp->Submit(Req(p));
+    ASSERT_TRUE(s.ok()) << i << ": " << s.status().ToString();
+    StreamResult out = Drain(**s);
+    ASSERT_FALSE(out.timed_out);
+    EXPECT_EQ(out.tokens, (std::vector<int32_t>{1})) << "served by replica 1, request " << i;
+  }
+  EXPECT_EQ(Submits(g, 0), before) << "the router sent requests to the failed replica";
+  EngineStats s = g.dp->Stats();
+  ASSERT_EQ(s.dp_replicas.size(), 2u);
+  EXPECT_FALSE(s.dp_replicas[0].healthy);
+  EXPECT_TRUE(s.dp_replicas[1].healthy);
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, DpReplicaFailure,
+                         ::testing::Values(LoadBalanceMethod::kRoundRobin,
+                                           LoadBalanceMethod::kLeastLoad,
+                                           LoadBalanceMethod::kCacheAware),
+                         [](const auto& info) {
+                           return std::string(LoadBalanceMethodName(info.param));
+                         });
+
+TEST(DpEngine, AllReplicasFailedIsUnavailableNamingEach) {
+  Group g = MakeGroup(2, LoadBalanceMethod::kRoundRobin, /*finish=*/true);
+  Fail(g, 1, "peer 1 gone");
+  EXPECT_TRUE(g.dp->Health().ok());
+  Fail(g, 0, "peer 0 gone");
+  const Status h = g.dp->Health();
+  EXPECT_EQ(h.code(), StatusCode::kUnavailable);
+  EXPECT_NE(h.message().find("replica 0: engine failed: peer 0 gone"), std::string::npos)
+      << h.message();
+  EXPECT_NE(h.message().find("replica 1: engine failed: peer 1 gone"), std::string::npos)
+      << h.message();
+  auto s = g.dp->Submit(Req({1, 2, 3}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.status().message().find("replica 0: engine failed: peer 0 gone"), std::string::npos)
+      << s.status().message();
+  EXPECT_NE(s.status().message().find("replica 1: engine failed: peer 1 gone"), std::string::npos)
+      << s.status().message();
+  EXPECT_EQ(Submits(g, 0) + Submits(g, 1), 0);
+  for (const DpReplicaStats& r : g.dp->Stats().dp_replicas) EXPECT_FALSE(r.healthy);
+}
+
+// A replica that fails between the health check and its Submit refuses with Unavailable: the
+// request goes to the next replica, as from a full one.
+TEST(DpEngine, ReplicaRefusingWithUnavailableIsSkipped) {
+  Group g = MakeGroup(2, LoadBalanceMethod::kRoundRobin, /*finish=*/true);
+  Fail(g, 0, "just died", /*hidden=*/true);
+  for (int i = 0; i < 4; ++i) {
+    auto s = g.dp->Submit(Req({i + 1}));
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(Drain(**s).tokens, (std::vector<int32_t>{1}));
+  }
+  EXPECT_EQ(OwnerOf(g, {1}), 1);
+  EXPECT_EQ(g.dp->Stats().dp_replicas[0].requests_routed, 0);
+}
+
+// ---- Real replicas: engines over FailingRunner (engine_test_util.h).
+
+TEST(DpEngine, ReplicaWhoseRunnerBreaksIsTakenOutOfRotation) {
+  const ModelConfig cfg = TinyTestConfig();
+  EngineOptions o;
+  o.page_size = 4;
+  o.max_total_tokens = 1024;
+  o.kv_cache_dtype = "f32";
+  std::vector<std::unique_ptr<Engine>> replicas;
+  for (int r = 0; r < 2; ++r) {
+    // Replica 0's runner breaks on its first forward; replica 1's never does.
+    auto runner = std::make_unique<FailingRunner>(
+        cfg, r == 0 ? 0 : int64_t{1} << 40, Status(StatusCode::kAborted, "allreduce aborted"));
+    runner->Open();
+    auto e = CreateEngineWithRunner(o, std::move(runner), std::nullopt, {});
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    replicas.push_back(std::move(*e));
+  }
+  Engine* r0 = replicas[0].get();
+  auto dp = MakeDpEngine(std::move(replicas), {.method = LoadBalanceMethod::kRoundRobin});
+  // Round robin sends the first request to replica 0, which fails with it.
+  StreamResult first = Drain(*MustSubmit(*dp, Greedy({5, 6, 7}, 6)));
+  ASSERT_FALSE(first.timed_out);
+  EXPECT_EQ(first.last.error.code(), StatusCode::kAborted) << first.last.error.ToString();
+  EXPECT_EQ(r0->Health().message(), "engine failed: allreduce aborted");
+  EXPECT_TRUE(dp->Health().ok());
+  std::mt19937 rng(4);
+  for (int i = 0; i < 6; ++i) {
+    std::vector<int32_t> p = RandomPrompt(rng, 4 + i);
+    for (int32_t& t : p) t %= static_cast<int32_t>(cfg.vocab_size);
+    StreamResult out = Drain(*MustSubmit(*dp, Greedy(p, 6)));
+    ASSERT_FALSE(out.timed_out);
+    EXPECT_TRUE(out.last.error.ok()) << i << ": " << out.last.error.ToString();
+    EXPECT_EQ(out.tokens, FakeGreedy(p, 6, cfg.vocab_size)) << i;
+  }
+  EngineStats s = dp->Stats();
+  ASSERT_EQ(s.dp_replicas.size(), 2u);
+  EXPECT_FALSE(s.dp_replicas[0].healthy);
+  EXPECT_TRUE(s.dp_replicas[1].healthy);
+  EXPECT_EQ(s.dp_replicas[0].requests_routed, 1);
+  EXPECT_EQ(s.dp_replicas[1].requests_routed, 6);
 }
 
 // ---- Real replicas of the tiny checkpoint.

@@ -93,6 +93,14 @@ class EngineImpl final : public Engine {
         sched_(std::make_unique<Scheduler>(std::move(cfg), *runner_,
                                            tokenizer_ ? &*tokenizer_ : nullptr)) {
     published_ = sched_->stats();
+    // Before any request ends with the error, so a client that sees it finds Submit refused.
+    // Requests already in the inbox reach the failed scheduler and end at once.
+    sched_->set_on_failure([this](const Status& error) {
+      MX_LOG_ERROR("engine failed: {}; every request ends with the error, new ones are refused",
+                   error.ToString());
+      std::lock_guard<std::mutex> l(mu_);
+      health_ = Status(StatusCode::kUnavailable, "engine failed: " + error.message());
+    });
     thread_ = std::thread([this] { Loop(); });
   }
   ~EngineImpl() override { Shutdown(std::chrono::milliseconds(0)); }
@@ -124,6 +132,7 @@ class EngineImpl final : public Engine {
     }
     if (r.top_logprobs > 20) return InvalidArgument("top_logprobs must be <= 20");
     std::lock_guard<std::mutex> l(mu_);
+    if (!health_.ok()) return health_;
     if (stopping_) return Status(StatusCode::kUnavailable, "the engine is shutting down");
     if (static_cast<int64_t>(inbox_.size()) + queued_ >= opts_.max_queued_requests) {
       ++rejected_;
@@ -168,6 +177,11 @@ class EngineImpl final : public Engine {
     }
     std::lock_guard<std::mutex> j(join_mu_);
     if (thread_.joinable()) thread_.join();
+  }
+
+  Status Health() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return health_;
   }
 
   int64_t context_window() const override { return context_; }
@@ -252,6 +266,7 @@ class EngineImpl final : public Engine {
   bool flush_ = false;
   bool stopping_ = false;
   Clock::time_point deadline_;
+  Status health_;  // Health(): set once, by the loop thread, when the scheduler fails
   RequestId next_id_ = 1;
   int64_t queued_ = 0;
   int64_t rejected_ = 0;

@@ -84,6 +84,7 @@ struct DpReplicaStats {
   int64_t kv_pages_used = 0;
   int64_t kv_pages_total = 0;
   int64_t requests_routed = 0;  // requests the router sent it
+  bool healthy = true;          // false: failed (Engine::Health), out of rotation
 };
 
 struct EngineStats {
@@ -160,7 +161,8 @@ class Engine {
  public:
   virtual ~Engine() = default;
   // Errors: InvalidArgument (empty prompt, prompt + max_tokens beyond the context window, ids
-  // out of range), ResourceExhausted (queue full: the server answers 429).
+  // out of range), ResourceExhausted (queue full: the server answers 429), Unavailable
+  // (shutting down, or failed: see Health).
   virtual Result<std::unique_ptr<RequestStream>> Submit(GenerationRequest request) = 0;
   // Aborts a queued or running request; its pages are released or cached within one step and
   // its stream ends with FinishReason::kAbort. Unknown ids are ignored.
@@ -172,6 +174,12 @@ class Engine {
   virtual int64_t context_window() const = 0;
   virtual int64_t vocab_size() const = 0;
   virtual KernelTuningInfo kernel_tuning() const { return {}; }
+  // Ok while the engine serves. Once its model runner reports itself broken (model_runner.h:
+  // Unavailable or Aborted, e.g. a tensor-parallel peer rank died) the engine has failed for
+  // good: every request it held has ended with that error, Submit returns this status, and
+  // it is Unavailable("engine failed: <the runner's message>"). A data-parallel group
+  // (dp_engine.h) is ok while one replica is.
+  virtual Status Health() const { return Status::Ok(); }
 };
 
 // Loads the model (and its tokenizer.json when present, for stop strings) and starts the

@@ -47,15 +47,6 @@ std::vector<int32_t> RandomPrompt(std::mt19937& rng, int n) {
   return p;
 }
 
-GenerationRequest Greedy(std::vector<int32_t> prompt, int32_t max_tokens) {
-  GenerationRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.ignore_eos = true;
-  r.sampling.temperature = 0;
-  return r;
-}
-
 StreamResult RunOne(Engine& e, GenerationRequest r) {
   auto s = e.Submit(std::move(r));
   EXPECT_TRUE(s.ok()) << s.status().ToString();

@@ -2,14 +2,16 @@
 // next token is a hash of the whole sequence so far, carried through the KV rows (each row
 // stores [hash, position]); it checks on every call that the rows it reads back are the ones
 // written for that sequence and position, so a wrong page table or a wrongly shared page
-// changes outputs or fails the check.
+// changes outputs or fails the check. FailingRunner wraps it to fail forwards on cue.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "engine/engine.h"
@@ -43,6 +45,16 @@ inline StreamResult Drain(RequestStream& s,
       return r;
     }
   }
+}
+
+// Greedy, max_tokens tokens exactly (EOS ignored).
+inline GenerationRequest Greedy(std::vector<int32_t> prompt, int32_t max_tokens) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  r.sampling.temperature = 0;
+  return r;
 }
 
 inline uint32_t FakeHash(uint32_t h, int32_t token) {
@@ -107,6 +119,48 @@ class FakeRunner final : public ModelRunner {
 
  private:
   ModelConfig c_;
+};
+
+// FakeRunner whose forwards number fail_at, fail_at + 1, ... fail with `error` (n_failures of
+// them; -1: every one from fail_at on) and otherwise run the fake model. Forward 0 waits until
+// Open(), so a test can queue requests behind the first batch.
+class FailingRunner final : public ModelRunner {
+ public:
+  FailingRunner(ModelConfig c, int64_t fail_at, Status error, int64_t n_failures = -1)
+      : inner_(std::move(c)), fail_at_(fail_at), n_failures_(n_failures), error_(error) {}
+  const ModelConfig& config() const override { return inner_.config(); }
+
+  Result<std::vector<float>> Forward(const ForwardBatch& batch, KvStore& kv) override {
+    const int64_t k = forwards++;
+    if (k == 0) {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [&] { return open_; });
+    }
+    if (k >= fail_at_ && (n_failures_ < 0 || k < fail_at_ + n_failures_)) {
+      ++failed;
+      return error_;
+    }
+    return inner_.Forward(batch, kv);
+  }
+  void Open() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  std::atomic<int64_t> forwards{0};
+  std::atomic<int64_t> failed{0};
+
+ private:
+  FakeRunner inner_;
+  int64_t fail_at_;
+  int64_t n_failures_;
+  Status error_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
 };
 
 inline ModelConfig TinyTestConfig() {

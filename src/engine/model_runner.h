@@ -2,6 +2,11 @@
 // the logits of each sequence's last row. The real runner wraps Model + KernelTable +
 // ThreadPool; tests substitute cheap fakes (engine_test_util.h) to drive the scheduler hard.
 //
+// Errors: a forward that fails with Unavailable or Aborted says the runner itself is broken
+// (a tensor-parallel peer rank died, a collective was aborted): the engine fails for good
+// (Engine::Health). Any other code is an error of that batch alone: its requests end with it
+// and the engine goes on.
+//
 // Thread-safety: called from the engine loop thread only.
 #pragma once
 
@@ -35,6 +40,11 @@ class ModelRunner {
   // The MoE kernel configs the forwards run with; null for runners without a real model.
   virtual const MoeTuning* moe_tuning() const { return nullptr; }
 };
+
+// True for the codes above that mean the runner is broken, not just the batch.
+inline bool IsRunnerFailure(const Status& s) {
+  return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kAborted;
+}
 
 // REQUIRES: kt outlives the runner. threads <= 0: one per core. `moe`: the MoE kernel configs
 // (ResolveModelMoeTuning; the default-constructed value runs the untuned default).

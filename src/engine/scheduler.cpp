@@ -57,6 +57,12 @@ void Scheduler::Add(RequestId id, GenerationRequest req, std::shared_ptr<ChunkSi
 
 void Scheduler::Abort(RequestId id) { aborts_.push_back(id); }
 
+void Scheduler::ForwardFailed(const Status& error) {
+  if (!failure_.ok() || !IsRunnerFailure(error)) return;
+  failure_ = error;
+  if (on_failure_) on_failure_(error);
+}
+
 void Scheduler::AbortAll(const Status& why) {
   for (auto& r : running_) Finish(*r, FinishReason::kAbort, why);
   for (auto& r : waiting_) Finish(*r, FinishReason::kAbort, why);
@@ -262,6 +268,10 @@ void Scheduler::ProcessLogits(Request& r, std::span<float> logits) {
 }
 
 bool Scheduler::Step() {
+  if (!failure_.ok()) {  // failed: nothing can run any more
+    AbortAll(failure_);
+    return false;
+  }
   // 1. Aborts.
   for (RequestId id : aborts_) {
     for (auto& r : waiting_) {
@@ -338,6 +348,10 @@ bool Scheduler::Step() {
   } else {
     PlainForward(batch);
   }
+  if (!failure_.ok()) {  // the runner broke: no request it holds can finish
+    AbortAll(failure_);
+    return true;
+  }
   std::erase_if(running_, [](const ReqPtr& r) { return r->done; });
   new_token_ratio_ = std::max(kMinNewTokenRatio, new_token_ratio_ - kNewTokenRatioDecay);
   return true;
@@ -367,6 +381,7 @@ void Scheduler::FinishChunk(Request& r, int64_t n, std::span<float> last_logits)
 void Scheduler::PlainForward(const std::vector<std::pair<Request*, int64_t>>& batch) {
   auto logits = runner_.Forward(MakeBatch(batch), kv_);
   if (!logits.ok()) {
+    ForwardFailed(logits.status());
     for (auto [r, n] : batch) Finish(*r, FinishReason::kAbort, logits.status());
     return;
   }

@@ -14,6 +14,10 @@
 // Admission reserves, for every running request, pages for its future tokens estimated as
 // new_token_ratio · (max_tokens − generated) (sglang's PrefillAdder; the ratio decays each step
 // and rises after a retraction).
+// A forward error ends the requests of that batch. When it says the runner is broken
+// (IsRunnerFailure, model_runner.h) the scheduler has failed for good: every running and
+// waiting request ends with that error in the same step, and every later Step ends at once
+// whatever was added.
 //
 // Thread-safety: none; the engine loop thread owns it.
 #pragma once
@@ -21,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -81,6 +86,10 @@ class Scheduler {
   // One iteration; false when there was nothing to run.
   bool Step();
   bool idle() const { return waiting_.empty() && running_.empty() && aborts_.empty(); }
+  // Ok, or the runner error that failed the scheduler for good (see above).
+  const Status& failure() const { return failure_; }
+  // Called once, when the scheduler fails, before any request ends with the error.
+  void set_on_failure(std::function<void(const Status&)> f) { on_failure_ = std::move(f); }
 
   int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
   int64_t running() const { return static_cast<int64_t>(running_.size()); }
@@ -110,6 +119,9 @@ class Scheduler {
   // (locked for this request), so requests admitted later share it while this one still runs.
   void CacheUnfinished(Request& r);
   void Finish(Request& r, FinishReason reason, Status error = Status::Ok());
+  // A forward of the runner failed with `error`: a broken runner fails the scheduler. Called
+  // before the batch's requests end with the error.
+  void ForwardFailed(const Status& error);
   void Emit(Request& r, bool final);
   bool TryAdmit(int64_t& budget, std::vector<std::pair<Request*, int64_t>>& batch);
   size_t PickWaiting();
@@ -148,6 +160,8 @@ class Scheduler {
   uint64_t admit_counter_ = 0;
   double new_token_ratio_;
   EngineStats stats_;
+  Status failure_;
+  std::function<void(const Status&)> on_failure_;
 };
 
 }  // namespace mx

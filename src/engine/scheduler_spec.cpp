@@ -26,6 +26,7 @@ void Scheduler::SpecForward(const std::vector<std::pair<Request*, int64_t>>& bat
   for (auto [r, n] : batch) verify.push_back(r->remaining() == 1);
   auto out = runner_.ForwardRows(MakeBatch(batch), kv_);
   if (!out.ok()) {
+    ForwardFailed(out.status());
     for (auto [r, n] : batch) Finish(*r, FinishReason::kAbort, out.status());
     return;
   }
@@ -102,6 +103,7 @@ void Scheduler::Draft(const std::vector<std::pair<Request*, int64_t>>& extended,
   if (mb.seqs.empty()) return;
   auto ext = runner_.ForwardMtp(mb, kv_);
   if (!ext.ok()) {
+    ForwardFailed(ext.status());
     for (Request* r : reqs) Finish(*r, FinishReason::kAbort, ext.status());
     return;
   }
@@ -155,6 +157,7 @@ void Scheduler::Draft(const std::vector<std::pair<Request*, int64_t>>& extended,
     if (step.seqs.empty()) break;
     auto o = runner_.ForwardMtp(step, kv_);
     if (!o.ok()) {
+      ForwardFailed(o.status());
       for (Chain* c : live) Finish(*c->r, FinishReason::kAbort, o.status());
       return;
     }

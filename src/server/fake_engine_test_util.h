@@ -1,7 +1,8 @@
 // A scripted Engine for the server's tests: each request emits `script` (token ids) one token
 // per chunk every `step`, stopping at max_tokens (length) or at an id in `eos` (stop). A
 // repeated prompt reports all but its last token as cached. Submit fails with
-// ResourceExhausted once `max_active` streams are unfinished.
+// ResourceExhausted once `max_active` streams are unfinished, and with Shared::health once a
+// test has set it (the engine failed).
 #pragma once
 
 #include <algorithm>
@@ -30,6 +31,7 @@ class FakeEngine : public Engine {
     int64_t prompt_tokens = 0;
     int64_t cached_tokens = 0;
     std::vector<GenerationRequest> submitted;
+    Status health;  // non-ok: the engine has failed (Health, and Submit refuses with it)
   };
 
   FakeEngine(std::vector<int32_t> script, std::vector<int32_t> eos,
@@ -45,6 +47,7 @@ class FakeEngine : public Engine {
   Result<std::unique_ptr<RequestStream>> Submit(GenerationRequest request) override {
     if (request.prompt.empty()) return InvalidArgument("empty prompt");
     std::lock_guard<std::mutex> lock(shared_->mu);
+    if (!shared_->health.ok()) return shared_->health;
     if (shared_->active >= max_active_) return ResourceExhausted("queue full");
     ++shared_->active;
     int32_t cached = 0;
@@ -95,6 +98,10 @@ class FakeEngine : public Engine {
     shared_->seen_prompts.clear();
   }
   void Shutdown(std::chrono::milliseconds) override {}
+  Status Health() const override {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    return shared_->health;
+  }
   int64_t context_window() const override { return context_; }
   int64_t vocab_size() const override { return 2048; }
 

@@ -169,6 +169,9 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
               [](const RS& r) { return r.kv_pages_total; });
   per_replica("dp_requests_routed_total", "counter", "Requests the DP router sent to a replica.",
               [](const RS& r) { return r.requests_routed; });
+  per_replica("dp_replica_healthy", "gauge",
+              "1 while a replica serves; 0 once it has failed (out of rotation for good).",
+              [](const RS& r) { return r.healthy ? 1 : 0; });
   per_model("client_disconnects_total", "counter", "Requests aborted because the client went away.",
             [](const MV& m) { return m.metrics->aborted_by_client.load(); });
   per_model("requests_total", "counter", "Generation requests accepted by the server.",

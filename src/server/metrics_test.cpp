@@ -1,4 +1,5 @@
-// Histogram quantiles (Prometheus histogram_quantile semantics) and the shared ratios.
+// Histogram quantiles (Prometheus histogram_quantile semantics), the shared ratios and the
+// labelled gauges.
 #include "server/metrics.h"
 
 #include <gtest/gtest.h>
@@ -59,6 +60,24 @@ TEST(Metrics, MoeTunedConfigGaugeByState) {
   EXPECT_NE(out.find("mxserve:moe_tuned_config{model=\"small\",state=\"default\"} 1\n"),
             std::string::npos);
   EXPECT_EQ(out.find("moe_tuned_config{model=\"dense\""), std::string::npos);
+}
+
+// Per data-parallel replica: 1 while it serves, 0 once it has failed; nothing without replicas.
+TEST(Metrics, DpReplicaHealthyGauge) {
+  ModelMetrics a, b;
+  EngineStats dp;
+  dp.dp_replicas.resize(2);
+  dp.dp_replicas[1].healthy = false;
+  ServerMetrics m;
+  const std::string out = m.Render({{"big", &a, dp, {}}, {"one", &b, {}, {}}});
+  EXPECT_NE(out.find("# TYPE mxserve:dp_replica_healthy gauge\n"), std::string::npos);
+  EXPECT_NE(out.find("mxserve:dp_replica_healthy{model=\"big\",dp_rank=\"0\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("mxserve:dp_replica_healthy{model=\"big\",dp_rank=\"1\"} 0\n"),
+            std::string::npos);
+  EXPECT_EQ(out.find("dp_replica_healthy{model=\"one\""), std::string::npos);
+  EXPECT_EQ(ServerMetrics().Render({{"one", &b, {}, {}}}).find("dp_replica_healthy"),
+            std::string::npos);
 }
 
 }  // namespace

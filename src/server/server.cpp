@@ -73,6 +73,13 @@ bool Server::Impl::DeadlinePassed() const {
   return d != 0 && Clock::now().time_since_epoch().count() > d;
 }
 
+std::string Server::Impl::EngineFailure() const {
+  for (const auto& m : models) {
+    if (Status h = m->engine->Health(); !h.ok()) return m->name + ": " + h.message();
+  }
+  return "";
+}
+
 void Server::Impl::RegisterJob(const std::string& id, ActiveJob* job) {
   std::lock_guard<std::mutex> lock(jobs_mu);
   jobs[id] = job;
@@ -187,19 +194,30 @@ Status Server::Bind() {
   http.Post("/generate",
             [&s](const httplib::Request& q, httplib::Response& r) { s.HandleGenerate(q, r); });
 
+  // Both answer 503 with the reason while loading or draining and once an engine has failed
+  // (its model runner broke: Engine::Health), so a load balancer stops sending requests here.
   http.Get("/health", [&s](const httplib::Request&, httplib::Response& res) {
+    std::string why;
     if (!s.ready.load() || s.draining.load()) {
+      why = s.draining.load() ? "shutting down" : "loading";
+    } else {
+      why = s.EngineFailure();
+    }
+    if (!why.empty()) {
       res.status = 503;
-      res.set_content(s.draining.load() ? "shutting down\n" : "loading\n", "text/plain");
+      res.set_content(why + "\n", "text/plain");
       return;
     }
     res.set_content("ok\n", "text/plain");
   });
   http.Get("/health_generate", [&s](const httplib::Request&, httplib::Response& res) {
     std::string why = s.draining.load() ? "shutting down" : "loading";
-    if (s.ready.load() && !s.draining.load() && s.HealthGenerate(&why)) {
-      res.set_content("ok\n", "text/plain");
-      return;
+    if (s.ready.load() && !s.draining.load()) {
+      why = s.EngineFailure();
+      if (why.empty() && s.HealthGenerate(&why)) {
+        res.set_content("ok\n", "text/plain");
+        return;
+      }
     }
     res.status = 503;
     res.set_content(why + "\n", "text/plain");

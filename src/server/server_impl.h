@@ -67,6 +67,8 @@ struct Server::Impl {
   void HandleGenerate(const httplib::Request& req, httplib::Response& res);
   // Runs a one-token generation on every model; false (with a reason) on failure.
   bool HealthGenerate(std::string* why);
+  // "model: reason" for the first model whose engine has failed (Engine::Health); "" if none.
+  std::string EngineFailure() const;
 };
 
 void SendError(httplib::Response& res, const ApiError& e);

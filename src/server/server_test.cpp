@@ -1,7 +1,7 @@
 // The HTTP server on a loopback port over a scripted FakeEngine and the bundled model's
 // tokenizer and chat template: routes, stream vs non-stream agreement, usage, errors,
-// auth, overload, disconnect aborts, 512 concurrent streams, drain on shutdown, the web page
-// and /get_server_info.
+// auth, overload, a failed engine, disconnect aborts, 512 concurrent streams, drain on
+// shutdown, the web page and /get_server_info.
 #include "server/server.h"
 
 #include <arpa/inet.h>
@@ -277,6 +277,35 @@ TEST(Server, AuthAndLoading) {
   EXPECT_EQ(
       h.Post("/v1/completions", R"({"prompt":"1"})", {{"Authorization", "Bearer sekret"}})->status,
       200);
+}
+
+// An engine that fails (its model runner broke) turns /health and /health_generate to 503
+// with the reason; generation is refused with 503, and the other routes keep answering.
+TEST(Server, FailedEngineTurnsHealthTo503WithTheReason) {
+  Harness h("46");
+  ASSERT_EQ(h.client->Get("/health")->status, 200);
+  {
+    std::lock_guard<std::mutex> lock(h.shared->mu);
+    h.shared->health = Status(StatusCode::kUnavailable, "engine failed: tp rank 2 died");
+  }
+  for (const char* route : {"/health", "/health_generate"}) {
+    auto r = h.client->Get(route);
+    ASSERT_TRUE(r) << route;
+    EXPECT_EQ(r->status, 503) << route;
+    EXPECT_EQ(r->body, "arith: engine failed: tp rank 2 died\n") << route;
+  }
+  auto g = h.Post("/v1/completions", R"({"prompt":"1","max_tokens":2})");
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->status, 503) << g->body;
+  EXPECT_NE(g->body.find("tp rank 2 died"), std::string::npos) << g->body;
+  auto models = h.client->Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(models->status, 200);
+  EXPECT_EQ(Json::parse(models->body)["data"][0]["id"], "arith");
+  auto metrics = h.client->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->body.find("mxserve:http_responses_total{code=\"503\"}"), std::string::npos);
 }
 
 TEST(Server, QueueFullIs429WithRetryAfter) {
