@@ -125,7 +125,15 @@ int RunServe(ServeArgs& a) {
     std::fprintf(stderr, "mxserve serve: %s\n", st.message().c_str());
     return 2;
   }
+  // Signals are taken by one waiting thread; every thread started from here inherits the mask.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
   // Under mpirun the group is the MPI job: every rank loads its shard, rank 0 also serves.
+  // (After the mask: the threads MPI starts must not take SIGTERM either.)
   std::unique_ptr<Communicator> mpi;
   if (const int world = MpiWorldSize(); world > 1) {
     if (world != a.engine.tp || a.dp != 1 || models->size() != 1) {
@@ -141,13 +149,6 @@ int RunServe(ServeArgs& a) {
     if (mpi->rank() != 0) return RunMpiWorker(models->front().second, a.engine, *mpi);
     a.engine.tp_comm = mpi.get();
   }
-  // Signals are taken by one waiting thread; every thread started from here inherits the mask.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
 
   a.server.shutdown_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(a.shutdown_timeout_s * 1000));
