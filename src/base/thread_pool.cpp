@@ -1,11 +1,21 @@
 // ThreadPool: generation-counted start signal, countdown completion.
 #include "base/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 
 namespace mx {
 
 int ThreadPool::HardwareThreads() {
+  // The cores this process may run on (mpirun binds each rank to its share, taskset / cgroups
+  // cpusets narrow it too), not every core of the machine.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
   unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);
 }

@@ -14,7 +14,7 @@ namespace mx {
 
 class ThreadPool {
  public:
-  // n_threads <= 0 means one per hardware core.
+  // n_threads <= 0 means one per core this process may run on (its CPU affinity).
   explicit ThreadPool(int n_threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

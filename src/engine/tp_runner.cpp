@@ -134,8 +134,8 @@ Result<Step> Decode(std::span<const std::byte> bytes) {
 
 // A collective failure: the group is broken, the runner with it (model_runner.h).
 Status GroupFailed(const Status& st) {
-  return Status(StatusCode::kUnavailable, fmt::format("tensor-parallel group failed: {}",
-                                                      st.message()));
+  return Status(StatusCode::kUnavailable,
+                fmt::format("tensor-parallel group failed: {}", st.message()));
 }
 
 bool IsGroupFailure(const Status& st) {
@@ -238,8 +238,8 @@ class InProcessTpRunnerImpl final : public InProcessTpRunner {
     const int size = group_.size();
     const int per = PerRankThreads(threads, size);
     for (int r = 1; r < size; ++r) workers_.push_back(std::move(shards[r]));
-    driver_ = std::make_unique<TpDriver>(std::move(shards[0]), group_.rank(0), kt, per,
-                                         std::move(moe));
+    driver_ =
+        std::make_unique<TpDriver>(std::move(shards[0]), group_.rank(0), kt, per, std::move(moe));
     for (int r = 1; r < size; ++r) {
       threads_.emplace_back([this, r, per, &kt] {
         Status st = RunTpWorker(*workers_[r - 1], group_.rank(r), kt, per, moe_);
@@ -281,8 +281,7 @@ class InProcessTpRunnerImpl final : public InProcessTpRunner {
 }  // namespace
 
 std::unique_ptr<ModelRunner> MakeTpDriverRunner(std::unique_ptr<Model> shard, Communicator& comm,
-                                                const KernelTable& kt, int threads,
-                                                MoeTuning moe) {
+                                                const KernelTable& kt, int threads, MoeTuning moe) {
   return std::make_unique<TpDriver>(std::move(shard), comm, kt, threads, std::move(moe));
 }
 
@@ -337,8 +336,7 @@ Status RunTpWorker(const Model& shard, Communicator& comm, const KernelTable& kt
 }
 
 Result<std::unique_ptr<InProcessTpRunner>> InProcessTpRunner::Create(
-    std::vector<std::unique_ptr<Model>> shards, const KernelTable& kt, int threads,
-    MoeTuning moe) {
+    std::vector<std::unique_ptr<Model>> shards, const KernelTable& kt, int threads, MoeTuning moe) {
   if (shards.size() < 2) return InvalidArgument("an in-process group needs at least 2 shards");
   for (size_t r = 0; r < shards.size(); ++r) {
     const ModelShard& s = shards[r]->shard();

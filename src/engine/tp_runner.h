@@ -36,8 +36,7 @@ namespace mx {
 // Rank 0 of a group over `comm` (REQUIRES: comm.rank() == 0, comm outlives the runner, `shard`
 // loaded with ModelShard{0, comm.size(), ...}). The destructor tells the workers to stop.
 std::unique_ptr<ModelRunner> MakeTpDriverRunner(std::unique_ptr<Model> shard, Communicator& comm,
-                                                const KernelTable& kt, int threads,
-                                                MoeTuning moe);
+                                                const KernelTable& kt, int threads, MoeTuning moe);
 
 // A worker rank: serves the driver's steps until it says stop (Ok) or a collective fails (that
 // error). Per-batch errors (the driver gets the same) are logged and the loop goes on.

@@ -355,6 +355,12 @@ Status Server::Bind() {
     SendJson(res, Json{{"aborted", aborted}});
   });
 
+  // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, with which a second server on
+  // a busy port binds without an error and the kernel splits the connections between them.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   if (s.options.port == 0) {
     s.bound_port = http.bind_to_any_port(s.options.host);
     if (s.bound_port <= 0) {

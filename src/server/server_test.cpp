@@ -525,3 +525,21 @@ TEST(Server, ServerInfoHasTheStatusFields) {
 
 }  // namespace
 }  // namespace mx::server
+
+namespace mx::server {
+namespace {
+
+TEST(Server, ASecondServerOnABusyPortFailsToBind) {
+  Harness h("hello");
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.port = h.server->port();
+  Server second(o);
+  const Status st = second.Bind();
+  ASSERT_FALSE(st.ok()) << "bound port " << o.port << " that another server listens on";
+  EXPECT_NE(st.message().find(std::to_string(o.port)), std::string::npos) << st.ToString();
+  EXPECT_EQ(h.client->Get("/health")->status, 200);  // the first one still serves
+}
+
+}  // namespace
+}  // namespace mx::server

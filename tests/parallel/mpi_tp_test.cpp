@@ -13,8 +13,8 @@
 #include "engine/tp_runner.h"
 #include "kv/paged_kv_store.h"
 #include "model/model.h"
-#include "parallel/mpi_communicator.h"
 #include "mpi_gtest_main.h"
+#include "parallel/mpi_communicator.h"
 
 namespace mx {
 namespace {
