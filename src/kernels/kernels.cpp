@@ -11,6 +11,7 @@
 #include "base/check.h"
 #include "base/cpu_features.h"
 #include "kernels/kernels_avx2.h"
+#include "kernels/kernels_avx512.h"
 #include "kernels/kernels_ref.h"
 
 namespace mx {
@@ -42,7 +43,8 @@ constexpr KernelTable kRefTable = {
 };
 
 // The AVX2 table with its MXFP4 kernel; the avx512 level is the same table with the
-// AVX-512 VNNI MXFP4 kernel (the other entries have no AVX-512 versions yet).
+// AVX-512 VNNI MXFP4 kernel and, where the CPU has AVX512_BF16, the vdpbf16ps bf16 GEMM (the
+// other entries have no AVX-512 versions yet).
 const KernelTable& Avx2WithMxfp4() {
   static const KernelTable t = [] {
     KernelTable k = Avx2KernelTable();
@@ -57,6 +59,7 @@ const KernelTable& Avx512WithMxfp4() {
     KernelTable k = Avx2WithMxfp4();
     k.level = KernelLevel::kAvx512;
     k.gemm_mxfp4 = avx512::GemmMxfp4;
+    if (GetCpuFeatures().avx512bf16) k.gemm_bf16 = avx512::GemmBf16Dot;
     return k;
   }();
   return t;

@@ -9,7 +9,9 @@
 #include <random>
 #include <vector>
 
+#include "base/cpu_features.h"
 #include "base/numerics.h"
+#include "kernels/kernels_avx512.h"
 
 namespace mx {
 namespace {
@@ -121,6 +123,29 @@ TEST(Kernels, GemmTilingsAreBitIdenticalToDefault) {
       }
     }
   }
+}
+
+// The AVX-512 level takes the vdpbf16ps GEMM where the CPU has AVX512_BF16, and its activation
+// split keeps the bits a plain bf16 rounding would drop: x = 1 + 2^-12 (bf16(x) = 1) times
+// W = 1 summed over k must come out as k·(1 + 2^-12), not k.
+TEST(Kernels, Avx512Bf16DotKeepsActivationBitsBeyondBf16) {
+  const KernelTable* kt = GetKernelTable(KernelLevel::kAvx512);
+  if (kt == nullptr || !GetCpuFeatures().avx512bf16) GTEST_SKIP() << "no AVX512_BF16 here";
+  EXPECT_EQ(kt->gemm_bf16, &avx512::GemmBf16Dot);
+  for (int64_t k : {1, 31, 32, 77, 1024}) {
+    std::vector<float> x(k, 1.0f + 1.0f / 4096);
+    std::vector<uint16_t> w(3 * k, F32ToBf16(1.0f));
+    std::vector<float> y(3, NAN);
+    kt->gemm_bf16(x.data(), k, w.data(), k, y.data(), 3, 1, 3, k, {});
+    const double exact = static_cast<double>(k) * (1.0 + 1.0 / 4096);
+    for (float v : y) EXPECT_NEAR(v, exact, k * std::ldexp(1.0, -20)) << "k=" << k;
+  }
+  // One product is exact: all 22 significant bits of x survive (two bf16 parts keep 16).
+  const float x1 = 1.0f + std::ldexp(1.0f, -9) + std::ldexp(1.0f, -18) + std::ldexp(1.0f, -21);
+  const uint16_t one = F32ToBf16(1.0f);
+  float y1 = NAN;
+  kt->gemm_bf16(&x1, 1, &one, 1, &y1, 1, 1, 1, 1, {});
+  EXPECT_EQ(y1, x1);
 }
 
 TEST(Kernels, ThreadedGemmEqualsSingleThreadedAndPoisons) {

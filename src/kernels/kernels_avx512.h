@@ -1,0 +1,17 @@
+// AVX-512 kernels. Compiled with the AVX-512 flags (mx_module: *_avx512.cpp); call only through
+// the table, which GetKernelTable hands out only on CPUs with the features each entry needs.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kernels.h"
+
+namespace mx::avx512 {
+
+// KernelTable::gemm_bf16 on the BF16 dot-product instruction (vdpbf16ps; needs AVX512_BF16).
+// Activations are split into three bf16 parts that sum to them exactly, so it differs from the
+// fp32 kernels only by summation order (kernels_avx512.cpp).
+void GemmBf16Dot(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
+                 int64_t m, int64_t n, int64_t k, GemmTiling t);
+
+}  // namespace mx::avx512
