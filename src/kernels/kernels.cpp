@@ -39,6 +39,7 @@ constexpr KernelTable kRefTable = {
     .rope = ref::Rope,
     .topk = ref::TopK,
     .swiglu = ref::SwiGlu,
+    .attend = ref::Attend,
     .gemm_mxfp4 = ref::GemmMxfp4,
 };
 

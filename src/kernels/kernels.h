@@ -42,6 +42,15 @@ struct KernelTable {
   void (*topk)(const float* scores, int64_t n, int64_t k, int32_t* out);
   // out[n] = SiLU(gate[n]) ⊙ up[n]. out may alias gate.
   void (*swiglu)(const float* gate, const float* up, int64_t n, float* out);
+  // Attention of one query over n cached positions (dense: every position up to the query;
+  // sparse: the positions of an index list — the caller passes the rows either way):
+  //   s_t = scale · (qa·ka[t] + qb·kb[t]),  p = softmax(s),  out[dv] = Σ_t p_t · v[t].
+  // The key is in two parts (qa·ka over da values, qb·kb over db: MLA's latent / no-rope part
+  // and its rope part, which sit in different buffers); ka, kb, v are arrays of n row pointers.
+  // `scratch` holds n floats. REQUIRES: n >= 1; out does not alias the inputs.
+  void (*attend)(const float* qa, const float* qb, int64_t da, int64_t db, const float* const* ka,
+                 const float* const* kb, const float* const* v, int64_t dv, int64_t n, float scale,
+                 float* scratch, float* out);
   // y[M, N] = x · Wᵀ with W MXFP4 (split-half) and x int8 Q8 blocks; see kernels/mxfp4.h.
   // nullptr in a table means the ref kernel (GemmMxfp4 falls back to it).
   GemmMxfp4Fn gemm_mxfp4 = nullptr;

@@ -127,6 +127,42 @@ void RmsNorm(const float* x, const float* w, float eps, int64_t n, float* y) {
   for (int64_t i = n8; i < n; ++i) y[i] = w[i] * (x[i] * inv);
 }
 
+inline float Dot(const float* a, const float* b, int64_t n) {
+  const int64_t n8 = n & ~int64_t{7};
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n8; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i < n8; i += 8)
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  float s = HorizontalSum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Scores by vector dot products, softmax, then out += p_t · v[t] eight lanes at a time.
+void Attend(const float* qa, const float* qb, int64_t da, int64_t db, const float* const* ka,
+            const float* const* kb, const float* const* v, int64_t dv, int64_t n, float scale,
+            float* scratch, float* out) {
+  for (int64_t t = 0; t < n; ++t) {
+    scratch[t] = (Dot(qa, ka[t], da) + Dot(qb, kb[t], db)) * scale;
+  }
+  ref::Softmax(scratch, n);
+  const int64_t d8 = dv & ~int64_t{7};
+  std::fill(out, out + dv, 0.0f);
+  for (int64_t t = 0; t < n; ++t) {
+    const __m256 p = _mm256_set1_ps(scratch[t]);
+    const float* vt = v[t];
+    for (int64_t d = 0; d < d8; d += 8) {
+      _mm256_storeu_ps(out + d,
+                       _mm256_fmadd_ps(p, _mm256_loadu_ps(vt + d), _mm256_loadu_ps(out + d)));
+    }
+    for (int64_t d = d8; d < dv; ++d) out[d] += scratch[t] * vt[d];
+  }
+}
+
 constexpr KernelTable kAvx2Table = {
     .level = KernelLevel::kAvx2,
     .gemm_bf16 = GemmBf16,
@@ -136,6 +172,7 @@ constexpr KernelTable kAvx2Table = {
     .rope = ref::Rope,
     .topk = ref::TopK,
     .swiglu = ref::SwiGlu,
+    .attend = Attend,
 };
 
 }  // namespace

@@ -56,6 +56,23 @@ void Softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+void Attend(const float* qa, const float* qb, int64_t da, int64_t db, const float* const* ka,
+            const float* const* kb, const float* const* v, int64_t dv, int64_t n, float scale,
+            float* scratch, float* out) {
+  for (int64_t t = 0; t < n; ++t) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < da; ++i) s += qa[i] * ka[t][i];
+    float r = 0.0f;
+    for (int64_t i = 0; i < db; ++i) r += qb[i] * kb[t][i];
+    scratch[t] = (s + r) * scale;
+  }
+  Softmax(scratch, n);
+  std::fill(out, out + dv, 0.0f);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t d = 0; d < dv; ++d) out[d] += scratch[t] * v[t][d];
+  }
+}
+
 void Rope(float* x, int64_t d, const float* cos, const float* sin, bool interleave) {
   const int64_t half = d / 2;
   for (int64_t j = 0; j < half; ++j) {

@@ -17,5 +17,8 @@ void Softmax(float* x, int64_t n);
 void Rope(float* x, int64_t d, const float* cos, const float* sin, bool interleave);
 void TopK(const float* scores, int64_t n, int64_t k, int32_t* out);
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
+void Attend(const float* qa, const float* qb, int64_t da, int64_t db, const float* const* ka,
+            const float* const* kb, const float* const* v, int64_t dv, int64_t n, float scale,
+            float* scratch, float* out);
 
 }  // namespace mx::ref

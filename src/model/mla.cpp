@@ -9,12 +9,6 @@ namespace mx {
 
 namespace {
 
-float Dot(const float* a, const float* b, int64_t n) {
-  float s = 0.0f;
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 // The key positions row r attends to: its top-k set, or every t <= pos.
 std::vector<int64_t> Selection(const LayerContext& ctx, const int32_t* topk, int64_t r) {
   std::vector<int64_t> sel;
@@ -72,22 +66,23 @@ void AttendExpanded(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   Linear(ctx.kt, ctx.pool, lat.data(), S, w.kv_b_proj, kvb.data());
   const float scale = static_cast<float>(c.softmax_scale());
   std::vector<float> s;
+  std::vector<const float*> kn, kr, v;
   for (int64_t r = g.begin; r < g.end; ++r) {
     const std::vector<int64_t> sel = Selection(ctx, topk, r);
-    s.resize(sel.size());
+    const int64_t n = static_cast<int64_t>(sel.size());
+    s.resize(n);
+    kn.resize(n);
+    kr.resize(n);
+    v.resize(n);
     for (int64_t h = 0; h < H; ++h) {
       const float* qh = q + (r * H + h) * Dq;  // [Dn | Dr]
-      for (size_t i = 0; i < sel.size(); ++i) {
-        const float* kn = kvb.data() + (sel[i] * H + h) * Dkv;
-        s[i] = (Dot(qh, kn, Dn) + Dot(qh + Dn, kpe[sel[i]], Dr)) * scale;
+      for (int64_t i = 0; i < n; ++i) {
+        kn[i] = kvb.data() + (sel[i] * H + h) * Dkv;
+        kr[i] = kpe[sel[i]];
+        v[i] = kn[i] + Dn;
       }
-      ctx.kt.softmax(s.data(), static_cast<int64_t>(s.size()));
-      float* oh = o + ((r - g.begin) * H + h) * Dv;
-      std::fill(oh, oh + Dv, 0.0f);
-      for (size_t i = 0; i < sel.size(); ++i) {
-        const float* v = kvb.data() + (sel[i] * H + h) * Dkv + Dn;
-        for (int64_t d = 0; d < Dv; ++d) oh[d] += s[i] * v[d];
-      }
+      ctx.kt.attend(qh, qh + Dn, Dn, Dr, kn.data(), kr.data(), v.data(), Dv, n, scale, s.data(),
+                    o + ((r - g.begin) * H + h) * Dv);
     }
   }
 }
@@ -104,6 +99,7 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   const float scale = static_cast<float>(c.softmax_scale());
   // q_lat[h] [m, Rkv] = q_nope[h] [m, Dn] · W_UK[h], one GEMM per head over the group's rows.
   std::vector<float> qn(m * Dn), q_lat(H * m * Rkv), o_lat(H * m * Rkv), s;
+  std::vector<const float*> lat, pe;
   for (int64_t h = 0; h < H; ++h) {
     for (int64_t i = 0; i < m; ++i) {
       std::copy_n(q + ((g.begin + i) * H + h) * Dq, Dn, qn.data() + i * Dn);
@@ -118,21 +114,19 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
     for (size_t t = 0; t < sel.size(); ++t) {
       ctx.kv.ReadMlaRow(g.seq, layer, sel[t], row_data.data() + t * (Rkv + Dr));
     }
-    s.resize(sel.size());
+    const int64_t n = static_cast<int64_t>(sel.size());
+    s.resize(n);
+    lat.resize(n);
+    pe.resize(n);
+    for (int64_t t = 0; t < n; ++t) {  // keys [latent | k_pe], values the latent
+      lat[t] = row_data.data() + t * (Rkv + Dr);
+      pe[t] = lat[t] + Rkv;
+    }
     for (int64_t h = 0; h < H; ++h) {
       const float* qh = q + (r * H + h) * Dq;
       const float* ql = q_lat.data() + (h * m + i) * Rkv;
-      for (size_t t = 0; t < sel.size(); ++t) {
-        const float* row = row_data.data() + t * (Rkv + Dr);
-        s[t] = (Dot(ql, row, Rkv) + Dot(qh + Dn, row + Rkv, Dr)) * scale;
-      }
-      ctx.kt.softmax(s.data(), static_cast<int64_t>(s.size()));
-      float* ol = o_lat.data() + (h * m + i) * Rkv;
-      std::fill(ol, ol + Rkv, 0.0f);
-      for (size_t t = 0; t < sel.size(); ++t) {
-        const float* row = row_data.data() + t * (Rkv + Dr);
-        for (int64_t j = 0; j < Rkv; ++j) ol[j] += s[t] * row[j];
-      }
+      ctx.kt.attend(ql, qh + Dn, Rkv, Dr, lat.data(), pe.data(), lat.data(), Rkv, n, scale,
+                    s.data(), o_lat.data() + (h * m + i) * Rkv);
     }
   }
   // o[h] [m, Dv] = o_lat[h] · W_UVᵀ, one GEMM per head.
