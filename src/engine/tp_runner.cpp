@@ -44,6 +44,7 @@ class Writer {
   template <typename T>
   void Vec(const std::vector<T>& v) {
     Pod(static_cast<int64_t>(v.size()));
+    if (v.empty()) return;  // data() may be null
     const auto* p = reinterpret_cast<const std::byte*>(v.data());
     buf_.insert(buf_.end(), p, p + v.size() * sizeof(T));
   }
@@ -68,7 +69,7 @@ class Reader {
     int64_t n = 0;
     if (!Pod(n) || n < 0 || static_cast<uint64_t>(n) > (b_.size() - off_) / sizeof(T)) return false;
     v.resize(n);
-    std::memcpy(v.data(), b_.data() + off_, n * sizeof(T));
+    if (n > 0) std::memcpy(v.data(), b_.data() + off_, n * sizeof(T));  // data() may be null
     off_ += n * sizeof(T);
     return true;
   }
