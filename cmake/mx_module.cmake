@@ -40,6 +40,11 @@ function(mx_module NAME)
   if(MX_BUILD_TESTS AND test_srcs)
     add_executable(${NAME}_tests ${test_srcs})
     target_link_libraries(${NAME}_tests PRIVATE mx_${NAME} ${MX_TEST_DEPS} GTest::gtest GTest::gtest_main)
+    if(MX_ASAN)
+      # The test bodies need no optimisation (the code under test is the -O1 library); -O0
+      # compiles them ~40% faster under the sanitizers.
+      target_compile_options(${NAME}_tests PRIVATE -O0)
+    endif()
     target_compile_definitions(${NAME}_tests PRIVATE
       MX_SHARED_DIR="${MX_SHARED_DIR}" MX_TEST_DATA_DIR="${MX_TEST_DATA_DIR}"
       MX_SOURCE_DIR="${CMAKE_SOURCE_DIR}")

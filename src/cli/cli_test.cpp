@@ -339,6 +339,33 @@ TEST(Cli, LogitsKvCacheDtypes) {
 
 namespace {
 
+// --parse-special: chat-template markers in the text become the special ids (one token each),
+// as in a templated prompt; by default they are plain text (several tokens).
+TEST(Cli, PerplexityParseSpecialTokenizesMarkersAsSpecialIds) {
+  namespace fs = std::filesystem;
+  const std::string text = (fs::path(::testing::TempDir()) / "mx_ppl_special.txt").string();
+  {
+    std::ofstream f(text);
+    f << "<|user|>What is 2 + 3?<|assistant|></think>2 + 3 = 5.<|endoftext|>";
+  }
+  const std::string model = std::string(MX_SOURCE_DIR) + "/models/glm-moe-dsa-arith-6m";
+  auto tokens = [](const std::string& out) {
+    const auto pos = out.find("tokens ");
+    return pos == std::string::npos ? -1 : std::stoi(out.substr(pos + 7));
+  };
+  CmdResult plain = Exec("perplexity " + model + " --text " + text, false);
+  CmdResult special = Exec("perplexity " + model + " --text " + text + " --parse-special", false);
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  ASSERT_EQ(special.code, 0) << special.out;
+  ASSERT_GT(tokens(special.out), 0) << special.out;
+  // four markers: each is one id with the flag, several characters' worth of ids without
+  EXPECT_GE(tokens(plain.out), tokens(special.out) + 4) << plain.out << special.out;
+  CmdResult q = Exec("quant-report " + model + " " + model + " --text " + text + " --parse-special",
+                     false);
+  EXPECT_NE(q.out.find("(" + std::to_string(tokens(special.out)) + " tokens"), std::string::npos)
+      << q.out;
+}
+
 // quant-report: a checkpoint against itself is KLD 0 and 100% agreement with equal PPLs; against
 // its MXFP4 quantization (made here with `quantize`) KLD > 0; the base PPL equals `perplexity`'s.
 TEST(Cli, QuantReportAgainstItselfAndItsMxfp4) {

@@ -33,6 +33,7 @@ struct PerplexityArgs {
   std::string kernels;
   std::string kv_cache_dtype = "auto";
   bool json = false;
+  bool parse_special = false;  // special-token text (e.g. "<|user|>") becomes the special ids
 };
 
 // log-softmax of one row, in double.
@@ -81,7 +82,7 @@ int RunPerplexity(const PerplexityArgs& a) {
   if (!f) return Fail(a.text + ": cannot open");
   std::stringstream ss;
   ss << f.rdbuf();
-  const std::vector<int32_t> ids = tok->Encode(ss.str(), /*allow_special=*/false);
+  const std::vector<int32_t> ids = tok->Encode(ss.str(), a.parse_special);
   if (ids.size() < 2) return Fail(a.text + ": fewer than 2 tokens, nothing to score");
   if (a.ctx < 2) return Fail("--ctx must be at least 2");
   if (a.ctx > c.max_position_embeddings) {
@@ -179,6 +180,10 @@ VerbRun SetupPerplexity(CLI::App& app) {
   sub->add_option("--ctx", a->ctx, "window length in tokens")->capture_default_str();
   sub->add_option("--stride", a->stride, "window step (default ctx/2)");
   sub->add_option("--kl-base", a->kl_base, "base checkpoint for KL divergence / top-1 agreement");
+  sub->add_flag("--parse-special", a->parse_special,
+                "tokenize special-token text (chat-template markers) as the special tokens, as a "
+                "chat-templated prompt is (default: as plain text)");
+
   sub->add_option("--kernels", a->kernels, "force a kernel level: ref|avx2|avx512");
   sub->add_option("--kv-cache-dtype", a->kv_cache_dtype,
                   "auto (= f32, exact) | bf16 | fp8_e4m3 | fp8_e4m3fnuz")
@@ -203,6 +208,10 @@ VerbRun SetupQuantReport(CLI::App& app) {
   sub->add_option("--stride", a->stride, "window step (default ctx/2)");
   sub->add_option("--max-kld", a->max_kld, "KLD target")->capture_default_str();
   sub->add_option("--min-top1", a->min_top1, "top-1 agreement target (%)")->capture_default_str();
+  sub->add_flag("--parse-special", a->parse_special,
+                "tokenize special-token text (chat-template markers) as the special tokens, as a "
+                "chat-templated prompt is (default: as plain text)");
+
   sub->add_option("--kernels", a->kernels, "force a kernel level: ref|avx2|avx512");
   return [a]() -> int { return RunPerplexity(*a); };
 }
