@@ -66,12 +66,18 @@ template <int MR>
   const __m256 e = E8M0Half8(e8);
   __m256 s[MR];
   for (int r = 0; r < MR; ++r) s[r] = _mm256_mul_ps(_mm256_load_ps(rows.d[r] + g), e);
-  for (int q = 0; q < steps; ++q) {
+  auto step = [&](int q, __m256(&acc)[MR]) {
     const __m256i idx =
         _mm256_setr_epi32(2 * q, 2 * q, 2 * q, 2 * q, 2 * q + 1, 2 * q + 1, 2 * q + 1, 2 * q + 1);
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qg + q * 32));
-    Step<MR>(w, table, g + 2 * q, idx, s, rows, (q & 1) != 0 ? acc1 : acc0);
-  }
+    Step<MR>(w, table, g + 2 * q, idx, s, rows, acc);
+  };
+  // Unrolled so that each step's accumulator is known at compile time (registers, not a
+  // selected array in memory).
+  step(0, acc0);
+  if (steps > 1) step(1, acc1);
+  if (steps > 2) step(2, acc0);
+  if (steps > 3) step(3, acc1);
 }
 
 // y[r·ldy] = row i + r of p (r < MR) · one W row (qj, ej).

@@ -74,12 +74,18 @@ struct Tile {
       const int left = static_cast<int>(nb - g);
       const __m512 ex = Exponents(_mm_maskz_loadu_epi8((1u << left) - 1, ej + g));
       for (int r = 0; r < MR; ++r) s[r] = _mm512_scalef_ps(_mm512_load_ps(rows.d[r] + g), ex);
-      for (int q = 0; 4 * q < left; ++q) {
-        const int bytes = std::min(64, (left - 4 * q) * 16);
+      // Weights of step q (blocks g + 4q ..), zero past the row's end.
+      auto w = [&](int q) {
+        const int bytes = std::clamp((left - 4 * q) * 16, 0, 64);
         const __mmask64 mk = bytes == 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1;
-        const __m512i w = _mm512_maskz_loadu_epi8(mk, qj + (g + 4 * q) * 16);
-        Step<MR>(w, table, g + 4 * q, idx[q], s, rows, (q & 1) != 0 ? acc1 : acc0);
-      }
+        return _mm512_maskz_loadu_epi8(mk, qj + (g + 4 * q) * 16);
+      };
+      // Unrolled so that each step's accumulator is known at compile time (registers, not a
+      // selected array in memory).
+      Step<MR>(w(0), table, g, idx[0], s, rows, acc0);
+      if (left > 4) Step<MR>(w(1), table, g + 4, idx[1], s, rows, acc1);
+      if (left > 8) Step<MR>(w(2), table, g + 8, idx[2], s, rows, acc0);
+      if (left > 12) Step<MR>(w(3), table, g + 12, idx[3], s, rows, acc1);
     }
     for (int r = 0; r < MR; ++r) y[r * ldy] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r]));
   }
