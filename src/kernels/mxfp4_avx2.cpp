@@ -83,8 +83,12 @@ template <int MR>
 // y[r·ldy] = row i + r of p (r < MR) · one W row (qj, ej).
 struct Tile {
   template <int MR>
+  static constexpr int kWRows = 1;
+
+  template <int MR, int NR>
   static void Run(const Q8Panel& p, int64_t i, const uint8_t* qj, const uint8_t* ej, float* y,
                   int64_t ldy) {
+    static_assert(NR == 1);
     const int64_t nb = p.nb();
     const Q8Rows<MR> rows(p, i);
     __m256 acc0[MR], acc1[MR];

@@ -6,8 +6,10 @@
 // d · 2^(e−128). The scales come 16 blocks at a time: vpmovzxbd of 16 E8M0 bytes, vscalefps of
 // the panel's d (exactly the ref's d · E8M0Half(e)), and one vpermps per step spreads each
 // block's scale over its lane. Two accumulators per output (even and odd steps) hide the FMA
-// latency. A row tile of MR activation rows shares each decoded step (GemmTiling::mr); the last
-// partial group of 16 blocks loads weights and exponents under masks (the panel is zero there).
+// latency. A row tile of MR activation rows shares each decoded step (GemmTiling::mr); a single
+// row takes two W rows per pass instead; each output's arithmetic is the same either way. The
+// last partial group of 16 blocks loads weights and exponents under masks (the panel is zero
+// there).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -16,8 +18,9 @@
 #include "kernels/mxfp4_tiled.h"
 
 // note: GCC 12's AVX-512 intrinsics start from a self-initialised undefined vector
-// (`__m512i __Y = __Y;`), which -Wmaybe-uninitialized reports at every inlined use.
+// (`__m512i __Y = __Y;`), which -W(maybe-)uninitialized reports at every inlined use.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace mx::avx512 {
 
@@ -29,24 +32,44 @@ inline __m512 Exponents(__m128i e8) {
 }
 
 // Blocks b..b+3 (split-half weight bytes w) into acc; idx picks their scales out of s.
-template <int MR>
-[[gnu::always_inline]] inline void Step(__m512i w, __m512i table, int64_t b, __m512i idx,
-                                        const __m512 (&s)[MR], const Q8Rows<MR>& rows,
-                                        __m512 (&acc)[MR]) {
+// Blocks b..b+3 of NR W rows (split-half weight bytes w[c]) into acc[c]; idx picks the blocks'
+// scales out of s[c]. Each activation vector is loaded once for the NR W rows.
+template <int MR, int NR>
+[[gnu::always_inline]] inline void Step(const __m512i (&w)[NR], __m512i table, int64_t b,
+                                        __m512i idx, const __m512 (&s)[NR][MR],
+                                        const Q8Rows<MR>& rows, __m512 (&acc)[NR][MR]) {
   // vpermb indexes with the low 6 bits and the table repeats every 16 bytes: no nibble mask.
-  const __m512i wl = _mm512_permutexvar_epi8(w, table);
-  const __m512i wh = _mm512_permutexvar_epi8(_mm512_srli_epi16(w, 4), table);
+  __m512i wl[NR], wh[NR];
+  for (int c = 0; c < NR; ++c) {
+    wl[c] = _mm512_permutexvar_epi8(w[c], table);
+    wh[c] = _mm512_permutexvar_epi8(_mm512_srli_epi16(w[c], 4), table);
+  }
   for (int r = 0; r < MR; ++r) {
-    __m512i dot = _mm512_load_si512(rows.bias[r] + b * 4);
-    dot = _mm512_dpbusd_epi32(dot, wl, _mm512_load_si512(rows.lo[r] + b * 16));
-    dot = _mm512_dpbusd_epi32(dot, wh, _mm512_load_si512(rows.hi[r] + b * 16));
-    acc[r] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx, s[r]), _mm512_cvtepi32_ps(dot), acc[r]);
+    const __m512i bias = _mm512_load_si512(rows.bias[r] + b * 4);
+    const __m512i lo = _mm512_load_si512(rows.lo[r] + b * 16);
+    const __m512i hi = _mm512_load_si512(rows.hi[r] + b * 16);
+    for (int c = 0; c < NR; ++c) {
+      const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(bias, wl[c], lo), wh[c], hi);
+      acc[c][r] =
+          _mm512_fmadd_ps(_mm512_permutexvar_ps(idx, s[c][r]), _mm512_cvtepi32_ps(dot), acc[c][r]);
+    }
   }
 }
 
-// y[r·ldy] = row i + r of p (r < MR) · one W row (qj, ej).
+// How far ahead in its W row each group of 16 blocks prefetches (into L1). note: measured on
+// the 2-core EPYC (mxfp4_bench stream_*): neutral for the GEMV, but the 8-row GEMM, whose row
+// tiles each stream W from memory, went from ~1.5 to ~1.0 ms.
+constexpr int64_t kPrefetchAhead = 2048;
+
+// y[r·ldy + c] = row i + r of p (r < MR) · W row c (c < NR; rows nb blocks apart from qj, ej).
 struct Tile {
+  // W rows per pass: two for a single activation row (each activation vector then serves two
+  // W rows, and two weight streams are in flight: the streamed GEMV went from ~305 to ~275 µs);
+  // one with a row tile, which already reuses each decoded weight vector MR times.
   template <int MR>
+  static constexpr int kWRows = MR == 1 ? 2 : 1;
+
+  template <int MR, int NR>
   static void Run(const Q8Panel& p, int64_t i, const uint8_t* qj, const uint8_t* ej, float* y,
                   int64_t ldy) {
     const int64_t nb = p.nb();
@@ -58,36 +81,65 @@ struct Tile {
                             _mm512_add_epi32(idx0, _mm512_set1_epi32(8)),
                             _mm512_add_epi32(idx0, _mm512_set1_epi32(12))};
     const Q8Rows<MR> rows(p, i);
-    __m512 acc0[MR], acc1[MR], s[MR];
-    for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+    __m512 acc0[NR][MR], acc1[NR][MR], s[NR][MR];
+    for (int c = 0; c < NR; ++c) {
+      for (int r = 0; r < MR; ++r) acc0[c][r] = acc1[c][r] = _mm512_setzero_ps();
+    }
+    // s[c][r] = d · 2^(e−128) for blocks g.. (exponent bytes e8[c] of W row c).
+    auto scales = [&](const __m128i(&e8)[NR], int64_t g) {
+      for (int c = 0; c < NR; ++c) {
+        const __m512 ex = Exponents(e8[c]);
+        for (int r = 0; r < MR; ++r) {
+          s[c][r] = _mm512_scalef_ps(_mm512_load_ps(rows.d[r] + g), ex);
+        }
+      }
+    };
     int64_t g = 0;
     for (; g + 16 <= nb; g += 16) {
-      const __m512 ex = Exponents(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ej + g)));
-      for (int r = 0; r < MR; ++r) s[r] = _mm512_scalef_ps(_mm512_load_ps(rows.d[r] + g), ex);
-      const uint8_t* qg = qj + g * 16;
-      Step<MR>(_mm512_loadu_si512(qg), table, g, idx[0], s, rows, acc0);
-      Step<MR>(_mm512_loadu_si512(qg + 64), table, g + 4, idx[1], s, rows, acc1);
-      Step<MR>(_mm512_loadu_si512(qg + 128), table, g + 8, idx[2], s, rows, acc0);
-      Step<MR>(_mm512_loadu_si512(qg + 192), table, g + 12, idx[3], s, rows, acc1);
+      __m128i e8[NR];
+      for (int c = 0; c < NR; ++c) {
+        e8[c] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ej + c * nb + g));
+      }
+      scales(e8, g);
+      __m512i w[4][NR];
+      for (int c = 0; c < NR; ++c) {
+        const uint8_t* qg = qj + (c * nb + g) * 16;
+        for (int l = 0; l < 4; ++l) {
+          _mm_prefetch(reinterpret_cast<const char*>(qg + kPrefetchAhead + 64 * l), _MM_HINT_T0);
+        }
+        for (int q = 0; q < 4; ++q) w[q][c] = _mm512_loadu_si512(qg + 64 * q);
+      }
+      Step<MR, NR>(w[0], table, g, idx[0], s, rows, acc0);
+      Step<MR, NR>(w[1], table, g + 4, idx[1], s, rows, acc1);
+      Step<MR, NR>(w[2], table, g + 8, idx[2], s, rows, acc0);
+      Step<MR, NR>(w[3], table, g + 12, idx[3], s, rows, acc1);
     }
     if (g < nb) {  // 1..15 blocks left: the same steps, under masks
       const int left = static_cast<int>(nb - g);
-      const __m512 ex = Exponents(_mm_maskz_loadu_epi8((1u << left) - 1, ej + g));
-      for (int r = 0; r < MR; ++r) s[r] = _mm512_scalef_ps(_mm512_load_ps(rows.d[r] + g), ex);
-      // Weights of step q (blocks g + 4q ..), zero past the row's end.
-      auto w = [&](int q) {
+      __m128i e8[NR];
+      for (int c = 0; c < NR; ++c) e8[c] = _mm_maskz_loadu_epi8((1u << left) - 1, ej + c * nb + g);
+      scales(e8, g);
+      // Step q (blocks g + 4q ..), its weights zero past the row's end; unrolled below so that
+      // each step's accumulator is known at compile time (registers, not a selected array).
+      auto step = [&](int q, __m512(&acc)[NR][MR]) {
         const int bytes = std::clamp((left - 4 * q) * 16, 0, 64);
         const __mmask64 mk = bytes == 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1;
-        return _mm512_maskz_loadu_epi8(mk, qj + (g + 4 * q) * 16);
+        __m512i w[NR];
+        for (int c = 0; c < NR; ++c) {
+          w[c] = _mm512_maskz_loadu_epi8(mk, qj + (c * nb + g + 4 * q) * 16);
+        }
+        Step<MR, NR>(w, table, g + 4 * q, idx[q], s, rows, acc);
       };
-      // Unrolled so that each step's accumulator is known at compile time (registers, not a
-      // selected array in memory).
-      Step<MR>(w(0), table, g, idx[0], s, rows, acc0);
-      if (left > 4) Step<MR>(w(1), table, g + 4, idx[1], s, rows, acc1);
-      if (left > 8) Step<MR>(w(2), table, g + 8, idx[2], s, rows, acc0);
-      if (left > 12) Step<MR>(w(3), table, g + 12, idx[3], s, rows, acc1);
+      step(0, acc0);
+      if (left > 4) step(1, acc1);
+      if (left > 8) step(2, acc0);
+      if (left > 12) step(3, acc1);
     }
-    for (int r = 0; r < MR; ++r) y[r * ldy] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r]));
+    for (int c = 0; c < NR; ++c) {
+      for (int r = 0; r < MR; ++r) {
+        y[r * ldy + c] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[c][r], acc1[c][r]));
+      }
+    }
   }
 };
 

@@ -67,7 +67,9 @@ struct Q8Rows {
 // Default row tile of the SIMD MXFP4 kernels (GemmTiling::mr = 0).
 inline constexpr int kMxfp4DefaultRowTile = 4;
 
-// Tile::Run<MR>(p, i, qj, ej, y, ldy): y[r·ldy] = row i + r of p (r < MR) · the W row (qj, ej).
+// Tile::Run<MR, NR>(p, i, qj, ej, y, ldy): y[r·ldy + c] = row i + r of p (r < MR) · W row c
+// (c < NR; W rows k/32 blocks apart from qj, ej), NR = Tile::kWRows<MR> or 1 for the leftover
+// W rows; the per-output arithmetic must not depend on MR or NR (bit-identical tilings).
 template <typename Tile>
 void TiledGemmMxfp4(const BlockQ8* x, int64_t m, const uint8_t* wq, const uint8_t* we, float* y,
                     int64_t ldy, int64_t n, int64_t k, GemmTiling t) {
@@ -77,9 +79,14 @@ void TiledGemmMxfp4(const BlockQ8* x, int64_t m, const uint8_t* wq, const uint8_
   const int mr = t.mr > 0 ? t.mr : kMxfp4DefaultRowTile;
   const int64_t cb = t.nb > 0 ? t.nb : n;
   auto rows = [&]<int MR>(int64_t j0, int64_t nj, int64_t& i) {
+    constexpr int NR = Tile::template kWRows<MR>;
     for (; i + MR <= m; i += MR) {
-      for (int64_t j = j0; j < j0 + nj; ++j) {
-        Tile::template Run<MR>(p, i, wq + j * nb * 16, we + j * nb, y + i * ldy + j, ldy);
+      int64_t j = j0;
+      for (; j + NR <= j0 + nj; j += NR) {
+        Tile::template Run<MR, NR>(p, i, wq + j * nb * 16, we + j * nb, y + i * ldy + j, ldy);
+      }
+      for (; j < j0 + nj; ++j) {
+        Tile::template Run<MR, 1>(p, i, wq + j * nb * 16, we + j * nb, y + i * ldy + j, ldy);
       }
     }
   };
