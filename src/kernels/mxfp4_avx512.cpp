@@ -1,6 +1,6 @@
-// AVX-512 VNNI MXFP4 GEMM (see mxfp4.h; the activation panel is mxfp4_tiled.h's Q8Panel): four
-// 32-blocks (64 weight bytes) per 512-bit step. vpermb decodes the low and the high nibbles into
-// the unsigned doubled table (2·v + 12), one 128-bit lane per block; two vpdpbusd accumulate
+// AVX-512 VNNI + VBMI MXFP4 GEMM (see mxfp4.h; the activation panel is mxfp4_tiled.h's Q8Panel):
+// four 32-blocks (64 weight bytes) per 512-bit step. vpermb decodes the low and the high nibbles
+// into the unsigned doubled table (2·v + 12), one 128-bit lane per block; two vpdpbusd accumulate
 // u8 × s8 onto the panel's bias, which removes the +12 shift exactly, so int32 lane l of a block
 // holds Σ (2·v)·qs over 8 of its elements; one FMA per step applies the four blocks' scales
 // d · 2^(e−128). The scales come 16 blocks at a time: vpmovzxbd of 16 E8M0 bytes, vscalefps of
@@ -31,7 +31,6 @@ inline __m512 Exponents(__m128i e8) {
   return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(e8), _mm512_set1_epi32(128)));
 }
 
-// Blocks b..b+3 (split-half weight bytes w) into acc; idx picks their scales out of s.
 // Blocks b..b+3 of NR W rows (split-half weight bytes w[c]) into acc[c]; idx picks the blocks'
 // scales out of s[c]. Each activation vector is loaded once for the NR W rows.
 template <int MR, int NR>
