@@ -1,14 +1,22 @@
 // MXFP4 × activation GEMV/GEMM against the bf16 GEMM at expert-sized shapes (GLM-5:
 // hidden 6144, moe_intermediate 2048), one thread, per kernel level. Counters: weight bytes
-// read per second (weights_GBps) and multiply-adds per second; the ratio mxfp4 / bf16 at the
-// same level and shape is the figure of merit (docs: issue 7).
+// read per second (weights_GBps), that as a percentage of the 1-thread read bandwidth
+// (floor_pct: 100 = the call takes exactly weight bytes / bandwidth) and multiply-adds per
+// second; the ratio mxfp4 / bf16 at the same level and shape is the figure of merit (docs:
+// issue 7). The plain benchmarks reuse one weight copy, which the 32 MB L3 may hold; the
+// `stream_` ones cycle through copies worth > 96 MB, so every call reads its weights from
+// memory, as a decode step reads each expert once. Before the benchmarks the program measures the
+// read bandwidth with 1 and 2 threads (base/bandwidth.h, best of 5, as bench/model_bench does).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <tuple>
 #include <vector>
 
+#include "base/bandwidth.h"
 #include "base/numerics.h"
 #include "base/thread_pool.h"
 #include "kernels/kernels.h"
@@ -22,6 +30,8 @@ struct Weights {
   std::vector<uint16_t> bf16;
   std::vector<float> x;
 };
+
+double g_bw1 = 0;  // GB/s, 1 thread
 
 const Weights& Get(int64_t m, int64_t n, int64_t k) {
   static std::map<std::tuple<int64_t, int64_t, int64_t>, Weights> cache;
@@ -42,7 +52,27 @@ const Weights& Get(int64_t m, int64_t n, int64_t k) {
   return w;
 }
 
-void Run(benchmark::State& st, KernelLevel level, bool mxfp4) {
+// Copies of Get(m, n, k)'s weights of one format, together > 96 MB (3× the L3).
+const std::vector<Weights>& Copies(int64_t m, int64_t n, int64_t k, bool mxfp4) {
+  static std::map<std::tuple<int64_t, int64_t, int64_t, bool>, std::vector<Weights>> cache;
+  std::vector<Weights>& c = cache[{m, n, k, mxfp4}];
+  if (c.empty()) {
+    const Weights& w = Get(m, n, k);
+    const double bytes = mxfp4 ? n * k * 17.0 / 32 : n * k * 2.0;
+    c.resize(std::max<size_t>(2, static_cast<size_t>(96e6 / bytes) + 1));
+    for (Weights& v : c) {
+      if (mxfp4) {
+        v.q = w.q;
+        v.e = w.e;
+      } else {
+        v.bf16 = w.bf16;
+      }
+    }
+  }
+  return c;
+}
+
+void Run(benchmark::State& st, KernelLevel level, bool mxfp4, bool stream) {
   const int64_t m = st.range(0), n = st.range(1), k = st.range(2);
   const KernelTable* kt = GetKernelTable(level);
   if (kt == nullptr) {
@@ -50,21 +80,33 @@ void Run(benchmark::State& st, KernelLevel level, bool mxfp4) {
     return;
   }
   const Weights& w = Get(m, n, k);
+  const std::vector<Weights>* copies = stream ? &Copies(m, n, k, mxfp4) : nullptr;
   ThreadPool pool(1);
   std::vector<float> y(m * n);
+  size_t c = 0;
   for (auto _ : st) {
+    const Weights& v = copies != nullptr ? (*copies)[c++ % copies->size()] : w;
     if (mxfp4) {
-      GemmMxfp4(*kt, pool, w.x.data(), m, k, w.q.data(), w.e.data(), n, y.data());
+      GemmMxfp4(*kt, pool, w.x.data(), m, k, v.q.data(), v.e.data(), n, y.data());
     } else {
-      GemmBf16(*kt, pool, w.x.data(), m, k, w.bf16.data(), n, y.data());
+      GemmBf16(*kt, pool, w.x.data(), m, k, v.bf16.data(), n, y.data());
     }
     benchmark::DoNotOptimize(y.data());
   }
   const double bytes = mxfp4 ? n * k * 17.0 / 32 : n * k * 2.0;
   st.counters["weights_GBps"] =
       benchmark::Counter(bytes * 1e-9 * st.iterations(), benchmark::Counter::kIsRate);
+  st.counters["floor_pct"] =
+      benchmark::Counter(100 * bytes * 1e-9 / g_bw1 * st.iterations(), benchmark::Counter::kIsRate);
   st.counters["GMAC/s"] =
       benchmark::Counter(1e-9 * m * n * k * st.iterations(), benchmark::Counter::kIsRate);
+}
+
+// Best of the repetitions (--benchmark_repetitions), beside Google Benchmark's mean / median.
+void Min(benchmark::internal::Benchmark* b) {
+  b->ComputeStatistics(
+      "min", [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); });
+  b->Unit(benchmark::kMicrosecond);
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {
@@ -72,17 +114,48 @@ void Shapes(benchmark::internal::Benchmark* b) {
     b->Args({m, 2048, 6144});  // gate/up
     b->Args({m, 6144, 2048});  // down
   }
-  b->Unit(benchmark::kMicrosecond);
+  b->Args({64, 2048, 6144});  // prefill-sized expert batch
+  Min(b);
 }
 
-BENCHMARK_CAPTURE(Run, mxfp4_ref, KernelLevel::kRef, true)
+void DecodeShapes(benchmark::internal::Benchmark* b) {
+  for (int64_t m : {1, 8}) b->Args({m, 2048, 6144});
+  b->Args({1, 6144, 2048});
+  Min(b);
+}
+
+BENCHMARK_CAPTURE(Run, mxfp4_ref, KernelLevel::kRef, true, false)
     ->Args({1, 2048, 6144})
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(Run, mxfp4_avx2, KernelLevel::kAvx2, true)->Apply(Shapes);
-BENCHMARK_CAPTURE(Run, mxfp4_avx512, KernelLevel::kAvx512, true)->Apply(Shapes);
-BENCHMARK_CAPTURE(Run, bf16_avx2, KernelLevel::kAvx2, false)->Apply(Shapes);
+    ->Apply(Min);
+BENCHMARK_CAPTURE(Run, mxfp4_avx2, KernelLevel::kAvx2, true, false)->Apply(Shapes);
+BENCHMARK_CAPTURE(Run, mxfp4_avx512, KernelLevel::kAvx512, true, false)->Apply(Shapes);
+BENCHMARK_CAPTURE(Run, bf16_avx2, KernelLevel::kAvx2, false, false)->Apply(Shapes);
+BENCHMARK_CAPTURE(Run, stream_mxfp4_avx2, KernelLevel::kAvx2, true, true)->Apply(DecodeShapes);
+BENCHMARK_CAPTURE(Run, stream_mxfp4_avx512, KernelLevel::kAvx512, true, true)->Apply(DecodeShapes);
+BENCHMARK_CAPTURE(Run, stream_bf16_avx2, KernelLevel::kAvx2, false, true)->Apply(DecodeShapes);
 
 }  // namespace
 }  // namespace mx
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  double bw2 = 0;
+  {
+    mx::ThreadPool one(1), two(2);
+    for (int i = 0; i < 5; ++i) {
+      mx::g_bw1 = std::max(mx::g_bw1, mx::MeasureReadBandwidthGBps(one));
+      bw2 = std::max(bw2, mx::MeasureReadBandwidthGBps(two));
+    }
+  }
+  std::printf(
+      "read bandwidth (base/bandwidth.h, 256 MB, best of 5): 1 thread %.1f GB/s, 2 threads %.1f "
+      "GB/s; MXFP4 GEMV 1x2048x6144 floor (6.68 MB at 4.25 bits/weight): %.0f us (1 thread), "
+      "%.0f us (2 threads)\n",
+      mx::g_bw1, bw2, 2048 * 6144 * 17.0 / 32 / mx::g_bw1 * 1e-3,
+      2048 * 6144 * 17.0 / 32 / bw2 * 1e-3);
+  std::fflush(stdout);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

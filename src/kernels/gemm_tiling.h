@@ -9,7 +9,7 @@ namespace mx {
 
 struct GemmTiling {
   // Activation rows that share each loaded (bf16 widened / MXFP4 decoded) weight vector:
-  // 1, 2 or 4; 0 = the level's default (bf16/f32: 4 rows × 2 columns, MXFP4: 1 row).
+  // 1, 2 or 4; 0 = the level's default (bf16/f32: 4 rows × 2 columns, MXFP4: 4 rows).
   int mr = 0;
   // W rows (output columns) per cache block: every row tile passes over one block before the
   // next starts, so the block stays in L1/L2 while it is reused. 0 = W as one block.

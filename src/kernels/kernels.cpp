@@ -93,8 +93,10 @@ const KernelTable* GetKernelTable(KernelLevel level) {
       return f.avx2 && f.fma ? &Avx2WithMxfp4() : nullptr;
     }
     case KernelLevel::kAvx512: {
+      // The MXFP4 kernel needs VNNI (vpdpbusd) and VBMI (vpermb decodes the nibbles).
       const CpuFeatures& f = GetCpuFeatures();
-      return f.avx512_core() && f.avx512vnni && f.avx2 && f.fma ? &Avx512WithMxfp4() : nullptr;
+      const bool ok = f.avx512_core() && f.avx512vnni && f.avx512vbmi && f.avx2 && f.fma;
+      return ok ? &Avx512WithMxfp4() : nullptr;
     }
     default:
       return nullptr;

@@ -4,11 +4,14 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <new>
 #include <vector>
 
 #include "base/check.h"
 #include "kernels/kernels.h"
+#include "kernels/mxfp4_tiled.h"
 
 namespace mx {
 
@@ -35,6 +38,33 @@ void QuantizeRowQ8(const float* x, int64_t k, BlockQ8* out) {
     o.sum = sum;
   }
 }
+
+Q8Panel::Q8Panel(const BlockQ8* x, int64_t m, int64_t nb)
+    : nb_(nb), nbp_((nb + 15) / 16 * 16), buf_(nullptr) {
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(m, 1) * nbp_ * kBytesPerBlock);
+  buf_.reset(static_cast<uint8_t*>(::operator new (bytes, std::align_val_t{64})));
+  std::memset(buf_.get(), 0, bytes);
+  for (int64_t i = 0; i < m; ++i) {
+    uint8_t* row = buf_.get() + i * nbp_ * kBytesPerBlock;  // the layout lo(), hi(), ... read
+    int8_t* lo = reinterpret_cast<int8_t*>(row);
+    int8_t* hi = reinterpret_cast<int8_t*>(row + nbp_ * 16);
+    int32_t* bias = reinterpret_cast<int32_t*>(row + nbp_ * 32);
+    float* d = reinterpret_cast<float*>(row + nbp_ * 48);
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ8& xb = x[i * nb + b];
+      std::memcpy(lo + b * 16, xb.qs, 16);
+      std::memcpy(hi + b * 16, xb.qs + 16, 16);
+      for (int l = 0; l < 4; ++l) {
+        int32_t s = 0;
+        for (int t = 4 * l; t < 4 * l + 4; ++t) s += xb.qs[t] + xb.qs[16 + t];
+        bias[b * 4 + l] = -12 * s;
+      }
+      d[b] = xb.d;
+    }
+  }
+}
+
+void Q8Panel::Free::operator()(uint8_t* p) const { ::operator delete (p, std::align_val_t{64}); }
 
 namespace ref {
 

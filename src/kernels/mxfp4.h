@@ -6,8 +6,9 @@
 // Activations: each row quantized to int8 blocks of 32 (BlockQ8: d = amax/127, qs = round(x/d),
 // sum = Σ qs). The int8 dot products use the doubled E2M1 table shifted to unsigned
 // (2·v + 12 ∈ [0, 24]) so that u8 × s8 instructions apply (vpdpbusd on AVX-512 VNNI,
-// vpmaddubsw on AVX2); the shift is removed per block with 12·sum, and each block's integer
-// dot is scaled by d · 2^(e−128).
+// vpmaddubsw on AVX2); the shift is removed exactly in the integer dot (the SIMD levels read the
+// activations as a Q8Panel, mxfp4_tiled.h, whose per-lane bias is −12 · Σ qs), and each block's
+// integer dot is scaled by d · 2^(e−128).
 // Error budget vs fp32 math on the dequantized weights: the int8 activation rounding
 // (≤ d/2 per element, about 0.4 % of the block max) — mxfp4_test.cpp's kQ8Tol. Between kernel
 // levels only the float summation order differs (kLevelTol).
@@ -38,9 +39,10 @@ float E8M0Half(uint8_t e);
 
 // Kernel signature (KernelTable::gemm_mxfp4): y[i·ldy + j] = Σ_k x_i[k] · W[j, k] for i < m,
 // j < n; x is m rows of k/32 blocks; W rows are wq + j·k/2, we + j·k/32. `t` (gemm_tiling.h):
-// t.mr activation rows share each decoded weight block (default 1); t.nb W rows per cache
-// block. Every tiling gives bit-identical results (each output keeps its own accumulator and
-// block order). REQUIRES: ValidRowTile(t.mr).
+// t.mr activation rows share each decoded weight block (default 4 on the SIMD levels); t.nb W
+// rows per cache block. Every tiling gives bit-identical results (each output keeps its own
+// accumulators and block order), and so do a row alone and a slice of W's rows. The SIMD levels
+// re-lay x out once per call (Q8Panel, O(m·k)). REQUIRES: ValidRowTile(t.mr).
 using GemmMxfp4Fn = void (*)(const BlockQ8* x, int64_t m, const uint8_t* wq, const uint8_t* we,
                              float* y, int64_t ldy, int64_t n, int64_t k, GemmTiling t);
 

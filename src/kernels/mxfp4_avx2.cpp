@@ -1,9 +1,16 @@
-// AVX2 MXFP4 GEMM (see mxfp4.h): per 32-block, pshufb decodes the 16 weight bytes into 32
-// unsigned table values (2·v + 12), vpmaddubsw multiplies them with the int8 activations
-// (pairs ≤ 2·24·127, no saturation), vpmaddwd widens to 8 int32 lanes, and one FMA per block
-// applies d · 2^(e−128); 12 · Σ d·2^(e−128)·sum is subtracted at the end. A row tile of MR
-// activation rows shares each decoded block (GemmTiling::mr).
+// AVX2 MXFP4 GEMM (see mxfp4.h; the activation panel is mxfp4_tiled.h's Q8Panel): two 32-blocks
+// (32 weight bytes) per 256-bit step. pshufb decodes the low and the high nibbles into the
+// unsigned doubled table (2·v + 12), one 128-bit lane per block; vpmaddubsw multiplies them with
+// the int8 activations (pairs ≤ 2·24·127, the two halves' sum ≤ 12192: no saturation), vpmaddwd
+// widens to int32 and the panel's bias removes the +12 shift exactly; one FMA per step applies
+// the two blocks' scales d · 2^(e−128). The scales come 8 blocks at a time (E8M0Half in vector
+// form times the panel's d, exactly the ref's product) and one vpermps per step spreads each
+// block's scale over its lane. Two accumulators per output (even and odd steps) hide the FMA
+// latency. A row tile of MR activation rows shares each decoded step (GemmTiling::mr); the last
+// partial group of 8 blocks reads its weights and exponents from a zero-padded copy.
 #include <immintrin.h>
+
+#include <cstring>
 
 #include "kernels/mxfp4.h"
 #include "kernels/mxfp4_tiled.h"
@@ -20,37 +27,87 @@ inline float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(lo);
 }
 
-// y[r·ldy] = row r of x (r < MR, rows nb blocks apart) · one W row (qj, ej).
+// E8M0Half of 8 bytes (the low 64 bits of e8): 2^(e−128), e < 2 as fp32 subnormals.
+inline __m256 E8M0Half8(__m128i e8) {
+  const __m256i e = _mm256_cvtepu8_epi32(e8);
+  const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+  const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+  const __m256i is_normal = _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1));
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(subnormal, normal, is_normal));
+}
+
+// Blocks b, b+1 (split-half weight bytes w) into acc; idx picks their scales out of s.
+template <int MR>
+[[gnu::always_inline]] inline void Step(__m256i w, __m256i table, int64_t b, __m256i idx,
+                                        const __m256 (&s)[MR], const Q8Rows<MR>& rows,
+                                        __m256 (&acc)[MR]) {
+  const __m256i mask = _mm256_set1_epi8(0x0f);
+  const __m256i wl = _mm256_shuffle_epi8(table, _mm256_and_si256(w, mask));
+  const __m256i wh = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(w, 4), mask));
+  for (int r = 0; r < MR; ++r) {
+    const auto* lo = reinterpret_cast<const __m256i*>(rows.lo[r] + b * 16);
+    const auto* hi = reinterpret_cast<const __m256i*>(rows.hi[r] + b * 16);
+    const auto* bias = reinterpret_cast<const __m256i*>(rows.bias[r] + b * 4);
+    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(wl, _mm256_load_si256(lo)),
+                                           _mm256_maddubs_epi16(wh, _mm256_load_si256(hi)));
+    const __m256i dot =
+        _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), _mm256_load_si256(bias));
+    acc[r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(s[r], idx), _mm256_cvtepi32_ps(dot), acc[r]);
+  }
+}
+
+// Blocks g..g+7 of qj (256 bytes) and their exponents e8 (8 bytes) into acc0 / acc1.
+template <int MR>
+[[gnu::always_inline]] inline void Group(const uint8_t* qg, __m128i e8, int64_t g, int steps,
+                                         const Q8Rows<MR>& rows, __m256 (&acc0)[MR],
+                                         __m256 (&acc1)[MR]) {
+  const __m256i table = _mm256_broadcastsi128_si256(
+      _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+  const __m256 e = E8M0Half8(e8);
+  __m256 s[MR];
+  for (int r = 0; r < MR; ++r) s[r] = _mm256_mul_ps(_mm256_load_ps(rows.d[r] + g), e);
+  auto step = [&](int q, __m256(&acc)[MR]) {
+    const __m256i idx =
+        _mm256_setr_epi32(2 * q, 2 * q, 2 * q, 2 * q, 2 * q + 1, 2 * q + 1, 2 * q + 1, 2 * q + 1);
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qg + q * 32));
+    Step<MR>(w, table, g + 2 * q, idx, s, rows, acc);
+  };
+  // Unrolled so that each step's accumulator is known at compile time (registers, not a
+  // selected array in memory).
+  step(0, acc0);
+  if (steps > 1) step(1, acc1);
+  if (steps > 2) step(2, acc0);
+  if (steps > 3) step(3, acc1);
+}
+
+// y[r·ldy] = row i + r of p (r < MR) · one W row (qj, ej).
 struct Tile {
   template <int MR>
-  static void Run(const BlockQ8* x, int64_t nb, const uint8_t* qj, const uint8_t* ej, float* y,
+  static constexpr int kWRows = 1;
+
+  template <int MR, int NR>
+  static void Run(const Q8Panel& p, int64_t i, const uint8_t* qj, const uint8_t* ej, float* y,
                   int64_t ldy) {
-    const __m128i lut = _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
-    const __m256i lut2 = _mm256_broadcastsi128_si256(lut);
-    const __m256i mask = _mm256_set1_epi8(0x0f);
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[MR];
-    float corr[MR];
-    for (int r = 0; r < MR; ++r) {
-      acc[r] = _mm256_setzero_ps();
-      corr[r] = 0.0f;
+    static_assert(NR == 1);
+    const int64_t nb = p.nb();
+    const Q8Rows<MR> rows(p, i);
+    __m256 acc0[MR], acc1[MR];
+    for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
+    int64_t g = 0;
+    for (; g + 8 <= nb; g += 8) {
+      Group<MR>(qj + g * 16, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ej + g)), g, 4, rows,
+                acc0, acc1);
     }
-    for (int64_t b = 0; b < nb; ++b) {
-      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qj + b * 16));
-      // [lo nibbles = elements 0..15 | hi nibbles = elements 16..31]
-      const __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
-      const __m256i w = _mm256_shuffle_epi8(lut2, _mm256_and_si256(both, mask));
-      const float e = E8M0Half(ej[b]);
-      for (int r = 0; r < MR; ++r) {
-        const BlockQ8& xb = x[r * nb + b];
-        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
-        const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), ones);
-        const float s = xb.d * e;
-        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(s), _mm256_cvtepi32_ps(dot), acc[r]);
-        corr[r] += s * static_cast<float>(xb.sum);
-      }
+    if (g < nb) {  // 1..7 blocks left: the same steps over a zero-padded copy
+      const int left = static_cast<int>(nb - g);
+      alignas(32) uint8_t qt[8 * 16] = {};
+      alignas(16) uint8_t et[16] = {};
+      std::memcpy(qt, qj + g * 16, left * 16);
+      std::memcpy(et, ej + g, left);
+      Group<MR>(qt, _mm_load_si128(reinterpret_cast<const __m128i*>(et)), g, (left + 1) / 2, rows,
+                acc0, acc1);
     }
-    for (int r = 0; r < MR; ++r) y[r * ldy] = HorizontalSum(acc[r]) - 12.0f * corr[r];
+    for (int r = 0; r < MR; ++r) y[r * ldy] = HorizontalSum(_mm256_add_ps(acc0[r], acc1[r]));
   }
 };
 

@@ -146,15 +146,9 @@ std::vector<MoeKernelConfig> EnumerateMoeCandidates(const MoeShape& shape, const
                                                     int threads) {
   std::vector<MoeKernelConfig> out = {DefaultMoeConfig()};
   const bool tiled = level != KernelLevel::kRef;
-  // mr 0 is each kernel's default (bf16/f32: 4, MXFP4: 1); list the others explicitly.
+  // mr 0 is each kernel's default (4 rows for bf16/f32 and MXFP4); list the others explicitly.
   std::vector<int> mrs = {0};
-  if (tiled && tokens >= 2) {
-    if (dtype == "mxfp4") {
-      mrs.insert(mrs.end(), {2, 4});
-    } else {
-      mrs.insert(mrs.end(), {1, 2});
-    }
-  }
+  if (tiled && tokens >= 2) mrs.insert(mrs.end(), {1, 2});
   std::vector<int> nbs = {0};
   if (tiled && tokens >= 2) nbs.push_back(64);
   std::vector<int64_t> tts = {0};
