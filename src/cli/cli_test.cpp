@@ -360,8 +360,8 @@ TEST(Cli, PerplexityParseSpecialTokenizesMarkersAsSpecialIds) {
   ASSERT_GT(tokens(special.out), 0) << special.out;
   // four markers: each is one id with the flag, several characters' worth of ids without
   EXPECT_GE(tokens(plain.out), tokens(special.out) + 4) << plain.out << special.out;
-  CmdResult q = Exec("quant-report " + model + " " + model + " --text " + text + " --parse-special",
-                     false);
+  CmdResult q =
+      Exec("quant-report " + model + " " + model + " --text " + text + " --parse-special", false);
   EXPECT_NE(q.out.find("(" + std::to_string(tokens(special.out)) + " tokens"), std::string::npos)
       << q.out;
 }
