@@ -13,28 +13,18 @@ fi
 export OMPI_MCA_plm=isolated OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_MCA_pml=ob1 OMPI_MCA_rmaps_base_oversubscribe=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-tmp=${KEEP_TMP:-$(mktemp -d)}
+tmp=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-[ -n "${KEEP_TMP:-}" ] && trap - EXIT
-fails=0
-passes=0
-check() {  # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then
-    passes=$((passes + 1))
-  else
-    echo "FAIL: $name"
-    fails=$((fails + 1))
-  fi
-}
+# shellcheck source=tests/parallel/serve_lib.sh
+source "$(dirname "$0")/serve_lib.sh"
 
-# start LOG ARGS...: runs ARGS in the background, waits for the port in LOG, sets $port and $pid.
+# start LOG ARGS...: runs ARGS in the background, waits for its port in LOG and its /health,
+# sets $port and $pid.
 start() {
   local log=$1
   shift
@@ -44,55 +34,23 @@ start() {
   port=""
   for _ in $(seq 1 300); do
     port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$log" | head -1)
-    if [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" >/dev/null; then return 0; fi
-    if ! kill -0 "$pid" 2>/dev/null; then break; fi
+    if [ -n "$port" ] || ! kill -0 "$pid" 2>/dev/null; then break; fi
     sleep 0.2
   done
-  echo "server did not become healthy:"
-  cat "$log"
-  return 1
-}
-
-# The pid of MPI rank $2 among the children of mpirun $1.
-rank_pid() {
-  for c in $(pgrep -P "$1"); do
-    if tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
-      echo "$c"
-      return
-    fi
-  done
-}
-
-answers() {  # answers PORT: greedy completions of a few prompts, one line each
-  for p in "12+34=" "7*8=" "100-58=" "9+9+9="; do
-    curl -s "http://127.0.0.1:$1/v1/completions" -H 'Content-Type: application/json' \
-      -d "{\"prompt\":\"$p\",\"max_tokens\":16,\"temperature\":0}" | jq -c '.choices[0].text'
-  done
-}
-
-# wait_exit PID SECONDS: the exit code, or 124 when it is still running after SECONDS.
-wait_exit() {
-  for _ in $(seq 1 $(($2 * 5))); do
-    if ! kill -0 "$1" 2>/dev/null; then
-      wait "$1"
-      return $?
-    fi
-    sleep 0.2
-  done
-  return 124
+  wait_healthy "$log" "http://127.0.0.1:$port"
 }
 
 serve_args=(serve "$model" --host 127.0.0.1 --port 0 --max-total-tokens 8192 --no-webui)
 start "$tmp/one.log" "$mxserve" "${serve_args[@]}" || exit 1
-want=$(answers "$port")
+want=$(answers "http://127.0.0.1:$port")
 kill -TERM "$pid"
 wait_exit "$pid" 30
-check "the one-process server gives answers" test "$(echo "$want" | wc -l)" -eq 4
+check "the one-process server gives 4 answers" test "$(echo "$want" | grep -c '^"')" -eq 4
 
 mpi=(mpirun --allow-run-as-root --oversubscribe -np 2 "$mxserve")
 for flag in --tp --ep; do
   start "$tmp/mpi$flag.log" "${mpi[@]}" "${serve_args[@]}" "$flag" 2 || exit 1
-  got=$(answers "$port")
+  got=$(answers "http://127.0.0.1:$port")
   check "mpirun -np 2 $flag 2: the same greedy answers" test "$got" = "$want"
   if [ "$got" != "$want" ]; then printf 'want:\n%s\ngot:\n%s\n' "$want" "$got"; fi
   check "$flag 2: the log names the group" grep -q "parallel over 2 ranks (MPI)" "$tmp/mpi$flag.log"
