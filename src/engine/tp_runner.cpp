@@ -19,18 +19,23 @@ namespace mx {
 
 namespace {
 
-// What rank 0 broadcasts before each forward. Encoded as a flat little-endian byte string:
-// fields in declaration order, vectors as an int64 count then their elements.
-struct Step {
+// What rank 0 broadcasts before each forward: a header and the batch. Encoded as a flat
+// little-endian byte string: fields in declaration order, vectors as an int64 count then their
+// elements; the forward batch, then the MTP batch (one of them empty).
+struct StepHeader {
   enum Op : int32_t { kForward = 1, kForwardMtp = 2, kStop = 3 };
   int32_t op = kStop;
   // The driver's KV geometry (the worker makes its store once, from the first step).
   int64_t page_size = 0, n_pages = 0;
   int32_t kv_dtype = 0;
   std::vector<float> kv_scales;
-  ForwardBatch fwd;                          // kForward
-  MtpBatch mtp;                              // kForwardMtp
   std::vector<std::vector<int32_t>> tables;  // page table of each sequence, batch order
+};
+
+// A step as a worker decodes it.
+struct Step : StepHeader {
+  ForwardBatch fwd;  // kForward
+  MtpBatch mtp;      // kForwardMtp
 };
 
 class Writer {
@@ -80,23 +85,24 @@ class Reader {
   size_t off_ = 0;
 };
 
-std::vector<std::byte> Encode(const Step& s) {
+// The driver encodes its batch in place (no copy into a Step).
+std::vector<std::byte> Encode(const StepHeader& s, const ForwardBatch& fwd, const MtpBatch& mtp) {
   Writer w;
   w.Pod(s.op);
   w.Pod(s.page_size);
   w.Pod(s.n_pages);
   w.Pod(s.kv_dtype);
   w.Vec(s.kv_scales);
-  w.Pod(static_cast<int64_t>(s.fwd.seqs.size()));
-  for (const SequenceInput& q : s.fwd.seqs) {
+  w.Pod(static_cast<int64_t>(fwd.seqs.size()));
+  for (const SequenceInput& q : fwd.seqs) {
     w.Pod(q.seq);
     w.Pod(q.start_pos);
     w.Vec(q.tokens);
     w.Vec(q.mtp_next);
     w.Pod(static_cast<uint8_t>(q.all_logits));
   }
-  w.Pod(static_cast<int64_t>(s.mtp.seqs.size()));
-  for (const MtpSequenceInput& q : s.mtp.seqs) {
+  w.Pod(static_cast<int64_t>(mtp.seqs.size()));
+  for (const MtpSequenceInput& q : mtp.seqs) {
     w.Pod(q.seq);
     w.Pod(q.start_pos);
     w.Vec(q.tokens);
@@ -127,7 +133,7 @@ Result<Step> Decode(std::span<const std::byte> bytes) {
   }
   ok = ok && r.Pod(n) && n >= 0;
   for (int64_t i = 0; ok && i < n; ++i) ok = r.Vec(s.tables.emplace_back());
-  if (!ok || !r.done() || s.op < Step::kForward || s.op > Step::kStop) {
+  if (!ok || !r.done() || s.op < StepHeader::kForward || s.op > StepHeader::kStop) {
     return Internal("tensor-parallel step of {} bytes is malformed", bytes.size());
   }
   return s;
@@ -137,10 +143,6 @@ Result<Step> Decode(std::span<const std::byte> bytes) {
 Status GroupFailed(const Status& st) {
   return Status(StatusCode::kUnavailable,
                 fmt::format("tensor-parallel group failed: {}", st.message()));
-}
-
-bool IsGroupFailure(const Status& st) {
-  return st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kAborted;
 }
 
 int PerRankThreads(int threads, int size) {
@@ -158,9 +160,9 @@ class TpDriver final : public ModelRunner {
   }
 
   ~TpDriver() override {
-    Step stop;
-    stop.op = Step::kStop;
-    if (Status st = Send(stop); !st.ok()) MX_LOG_WARN("stopping the workers: {}", st.ToString());
+    if (Status st = Send(StepHeader{}, {}, {}); !st.ok()) {  // op kStop
+      MX_LOG_WARN("stopping the workers: {}", st.ToString());
+    }
   }
 
   const ModelConfig& config() const override { return model_->config(); }
@@ -172,50 +174,46 @@ class TpDriver final : public ModelRunner {
   }
 
   Result<ForwardOutput> ForwardRows(const ForwardBatch& batch, KvStore& kv) override {
-    Step s;
-    s.op = Step::kForward;
-    s.fwd = batch;
-    std::vector<int64_t> seqs;
-    for (const SequenceInput& q : batch.seqs) seqs.push_back(q.seq);
-    MX_RETURN_IF_ERROR(Prepare(s, seqs, kv));
+    MX_RETURN_IF_ERROR(Broadcast(StepHeader::kForward, batch, {}, kv));
     ForwardOptions opts;
     opts.logits = LogitsMode::kLast;
     opts.moe_tuning = &moe_;
     opts.comm = &comm_;
-    auto out = model_->Forward(batch, opts, kv, kt_, pool_);
-    if (!out.ok() && IsGroupFailure(out.status())) return GroupFailed(out.status());
-    return out;
+    return Checked(model_->Forward(batch, opts, kv, kt_, pool_));
   }
 
   Result<MtpOutput> ForwardMtp(const MtpBatch& batch, KvStore& kv) override {
-    Step s;
-    s.op = Step::kForwardMtp;
-    s.mtp = batch;
-    std::vector<int64_t> seqs;
-    for (const MtpSequenceInput& q : batch.seqs) seqs.push_back(q.seq);
-    MX_RETURN_IF_ERROR(Prepare(s, seqs, kv));
-    auto out = model_->ForwardMtp(batch, kv, kt_, pool_, &moe_, &comm_);
-    if (!out.ok() && IsGroupFailure(out.status())) return GroupFailed(out.status());
-    return out;
+    MX_RETURN_IF_ERROR(Broadcast(StepHeader::kForwardMtp, {}, batch, kv));
+    return Checked(model_->ForwardMtp(batch, kv, kt_, pool_, &moe_, &comm_));
   }
 
  private:
-  // Adds the KV geometry and page tables to `s` and broadcasts it.
-  Status Prepare(Step& s, const std::vector<int64_t>& seqs, KvStore& kv) {
+  // A forward's collective failure breaks the group (model_runner.h: IsRunnerFailure).
+  template <typename T>
+  static Result<T> Checked(Result<T> out) {
+    if (!out.ok() && IsRunnerFailure(out.status())) return GroupFailed(out.status());
+    return out;
+  }
+
+  // Broadcasts step `op` over `fwd` or `mtp` with the KV geometry and the page tables.
+  Status Broadcast(int32_t op, const ForwardBatch& fwd, const MtpBatch& mtp, KvStore& kv) {
     auto* paged = dynamic_cast<PagedKvStore*>(&kv);
     if (paged == nullptr) {
       return FailedPrecondition("tensor parallelism runs on the engine's paged KV store");
     }
-    s.page_size = paged->page_size();
-    s.n_pages = paged->n_pages();
-    s.kv_dtype = static_cast<int32_t>(paged->dtype());
-    s.kv_scales = paged->layer_scales();
-    for (int64_t q : seqs) s.tables.push_back(paged->PageTable(q));
-    return Send(s);
+    StepHeader h;
+    h.op = op;
+    h.page_size = paged->page_size();
+    h.n_pages = paged->n_pages();
+    h.kv_dtype = static_cast<int32_t>(paged->dtype());
+    h.kv_scales = paged->layer_scales();
+    for (const SequenceInput& q : fwd.seqs) h.tables.push_back(paged->PageTable(q.seq));
+    for (const MtpSequenceInput& q : mtp.seqs) h.tables.push_back(paged->PageTable(q.seq));
+    return Send(h, fwd, mtp);
   }
 
-  Status Send(const Step& s) {
-    std::vector<std::byte> bytes = Encode(s);
+  Status Send(const StepHeader& h, const ForwardBatch& fwd, const MtpBatch& mtp) {
+    std::vector<std::byte> bytes = Encode(h, fwd, mtp);
     int64_t n = static_cast<int64_t>(bytes.size());
     if (Status st = comm_.Broadcast(std::span<int64_t>(&n, 1), 0); !st.ok()) {
       return GroupFailed(st);
@@ -299,7 +297,7 @@ Status RunTpWorker(const Model& shard, Communicator& comm, const KernelTable& kt
     std::vector<std::byte> bytes(n);
     MX_RETURN_IF_ERROR(comm.BroadcastBytes(bytes, 0));
     MX_ASSIGN_OR_RETURN(Step s, Decode(bytes));
-    if (s.op == Step::kStop) return Status::Ok();
+    if (s.op == StepHeader::kStop) return Status::Ok();
     if (kv == nullptr) {
       kv = std::make_unique<PagedKvStore>(shard.config(), s.page_size, s.n_pages,
                                           static_cast<KvCacheDtype>(s.kv_dtype), s.kv_scales);
@@ -307,13 +305,14 @@ Status RunTpWorker(const Model& shard, Communicator& comm, const KernelTable& kt
       return FailedPrecondition("the driver's KV geometry changed ({} pages of {} → {} of {})",
                                 kv->n_pages(), kv->page_size(), s.n_pages, s.page_size);
     }
+    std::vector<int64_t> seqs;  // the tables' order: the forward batch's, then the MTP batch's
+    for (const SequenceInput& q : s.fwd.seqs) seqs.push_back(q.seq);
+    for (const MtpSequenceInput& q : s.mtp.seqs) seqs.push_back(q.seq);
+    if (s.tables.size() != seqs.size()) return Internal("tensor-parallel step without page tables");
     std::set<int64_t> now;
-    const size_t n_seqs = s.op == Step::kForward ? s.fwd.seqs.size() : s.mtp.seqs.size();
-    if (s.tables.size() != n_seqs) return Internal("tensor-parallel step without page tables");
-    for (size_t i = 0; i < n_seqs; ++i) {
-      const int64_t seq = s.op == Step::kForward ? s.fwd.seqs[i].seq : s.mtp.seqs[i].seq;
-      kv->PageTable(seq) = std::move(s.tables[i]);
-      now.insert(seq);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      kv->PageTable(seqs[i]) = std::move(s.tables[i]);
+      now.insert(seqs[i]);
     }
     // A sequence the driver no longer sends keeps its table until the next step it is in;
     // drop those not in this step so finished requests do not pile up.
@@ -322,7 +321,7 @@ Status RunTpWorker(const Model& shard, Communicator& comm, const KernelTable& kt
     }
     held = std::move(now);
     Status st;
-    if (s.op == Step::kForward) {
+    if (s.op == StepHeader::kForward) {
       ForwardOptions opts;
       opts.logits = LogitsMode::kLast;
       opts.moe_tuning = &moe;
@@ -331,7 +330,7 @@ Status RunTpWorker(const Model& shard, Communicator& comm, const KernelTable& kt
     } else {
       st = shard.ForwardMtp(s.mtp, *kv, kt, pool, &moe, &comm).status();
     }
-    if (IsGroupFailure(st)) return st;
+    if (IsRunnerFailure(st)) return st;
     if (!st.ok()) MX_LOG_WARN("tensor-parallel rank {}: {}", comm.rank(), st.ToString());
   }
 }
