@@ -38,12 +38,17 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir,
 
 namespace {
 
+// The group of a sharded model's forward. REQUIRES: !shard.whole().
+Communicator& Group(const LayerContext& ctx, const ModelShard& shard) {
+  MX_CHECK_MSG(ctx.opts.comm != nullptr && ctx.opts.comm->size() == shard.size,
+               "a sharded model needs ForwardOptions::comm of its group");
+  return *ctx.opts.comm;
+}
+
 // Sums a row-parallel layer's partial output over the group (no-op for a whole model).
 Status AllReduce(const LayerContext& ctx, const ModelShard& shard, float* x, int64_t n) {
   if (shard.whole()) return Status::Ok();
-  MX_CHECK_MSG(ctx.opts.comm != nullptr && ctx.opts.comm->size() == shard.size,
-               "a sharded model needs ForwardOptions::comm of its group");
-  return ctx.opts.comm->AllReduceSum(std::span<float>(x, n));
+  return Group(ctx, shard).AllReduceSum(std::span<float>(x, n));
 }
 
 Status CheckFinite(const float* x, int64_t n, int64_t D, const std::string& what) {
@@ -241,14 +246,12 @@ Status Model::LmHead(const LayerContext& ctx, const float* x, int64_t n,
     return Status::Ok();
   }
   // Each rank's rows of the vocabulary, padded to one block, then gathered and interleaved.
-  MX_CHECK_MSG(ctx.opts.comm != nullptr && ctx.opts.comm->size() == shard.size,
-               "a sharded model needs ForwardOptions::comm of its group");
   const int64_t vb = shard.VocabBlock(V), mine = weights_.lm_head.n;
   std::vector<float> local(n * mine), block(n * vb, 0.0f), all(shard.size * n * vb);
   Linear(ctx.kt, ctx.pool, x, n, weights_.lm_head, local.data());
   for (int64_t i = 0; i < n; ++i) std::copy_n(local.data() + i * mine, mine, block.data() + i * vb);
   MX_RETURN_IF_ERROR(
-      ctx.opts.comm->AllGather(std::span<const float>(block), std::span<float>(all)));
+      Group(ctx, shard).AllGather(std::span<const float>(block), std::span<float>(all)));
   for (int r = 0; r < shard.size; ++r) {
     const int64_t v0 = r * vb, cnt = std::min(V, v0 + vb) - v0;
     for (int64_t i = 0; i < n; ++i) {

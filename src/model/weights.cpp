@@ -246,10 +246,9 @@ class Loader {
   // A SwiGLU block; `split`: this rank's slice of its width (else the whole block).
   Result<MlpWeights> Mlp(const std::string& p, bool split) {
     MlpWeights m;
-    MX_ASSIGN_OR_RETURN(m.gate_proj, Matrix(p + "gate_proj.weight"));
-    const int64_t F = m.gate_proj.n;
+    const int64_t F = View(p + "gate_proj.weight").shape[0];
     const int64_t f0 = split ? shard_.First(F) : 0, fn = split ? shard_.Count(F) : F;
-    m.gate_proj = SliceRows(std::move(m.gate_proj), f0, fn);
+    MX_ASSIGN_OR_RETURN(m.gate_proj, ColumnParallel(p + "gate_proj.weight", f0, fn));
     MX_ASSIGN_OR_RETURN(m.up_proj, ColumnParallel(p + "up_proj.weight", f0, fn));
     MX_ASSIGN_OR_RETURN(m.down_proj, RowParallel(p + "down_proj.weight", f0, fn));
     return m;
