@@ -1,11 +1,12 @@
 // Per-tensor format detection and the missing / unexpected / mis-shaped check.
 #include "model/checkpoint_check.h"
 
-#include <regex>
+#include <charconv>
 #include <unordered_set>
 
 #include <fmt/format.h>
 
+#include "base/regex.h"
 #include "model/kv_scales.h"
 
 namespace mx {
@@ -107,16 +108,18 @@ CheckpointReport CheckCheckpoint(const ModelConfig& config, const std::vector<Te
     }
     r.matches.push_back(m);
   }
-  static const std::regex kIndexer(R"(model\.layers\.(\d+)\.self_attn\.indexer\..*)");
+  static const Regex kIndexer =
+      Regex::Compile(R"(model\.layers\.(\d+)\.self_attn\.indexer\..*)").value();
   for (const TensorView* v : ckpt.tensors()) {
     if (consumed.count(v->name)) continue;
     if (IsKvScaleTensor(v->name, config)) {
       r.kv_scales.push_back(v->name);
       continue;
     }
-    std::smatch sm;
-    if (config.has_indexer && std::regex_match(v->name, sm, kIndexer)) {
-      const int64_t layer = std::stoll(sm[1].str());
+    std::vector<std::string_view> g;
+    int64_t layer = -1;
+    if (config.has_indexer && kIndexer.FullMatch(v->name, &g) &&
+        std::from_chars(g[0].data(), g[0].data() + g[0].size(), layer).ec == std::errc()) {
       if (layer < config.num_hidden_layers && !config.is_full_indexer_layer(layer)) {
         r.ignored.push_back(v->name);
         continue;

@@ -83,6 +83,10 @@ TEST(CheckpointCheck, EveryProblemListedAtOnce) {
   std::vector<uint8_t> ix(16 * 2, 0);
   ASSERT_TRUE(
       w.AddOwned("model.layers.2.self_attn.indexer.k_norm.weight", DType::kBF16, {16}, ix).ok());
+  // A layer number beyond int64 is an unexpected tensor, not an exception.
+  const std::string huge = "model.layers.99999999999999999999999.self_attn.";
+  ASSERT_TRUE(w.AddOwned(huge + "indexer.k_norm.weight", DType::kBF16, {16}, ix).ok());
+  ASSERT_TRUE(w.AddOwned(huge + "k_scale", DType::kF32, {1}, std::vector<uint8_t>(4, 0)).ok());
   const fs::path dir = fs::path(::testing::TempDir()) / "mx_ckpt_check";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -98,8 +102,10 @@ TEST(CheckpointCheck, EveryProblemListedAtOnce) {
   EXPECT_TRUE(Contains(r.mismatched, reshaped + ": expected BF16 [64, 80], found BF16 [80, 64]"))
       << r.ProblemSummary();
   EXPECT_TRUE(Contains(r.mismatched, bad_pack));
-  EXPECT_EQ(r.unexpected.size(), 2u) << r.ProblemSummary();  // inv_freq + the bad scale
+  EXPECT_EQ(r.unexpected.size(), 4u) << r.ProblemSummary();  // inv_freq, bad scale, 2 huge
   EXPECT_TRUE(Contains(r.unexpected, "rotary_emb.inv_freq"));
+  EXPECT_TRUE(Contains(r.unexpected, huge + "indexer.k_norm.weight"));
+  EXPECT_TRUE(Contains(r.unexpected, huge + "k_scale"));
   EXPECT_EQ(r.ignored, std::vector<std::string>{"model.layers.2.self_attn.indexer.k_norm.weight"});
   for (const auto& m : r.matches) {
     if (m.spec->name == packed) {
@@ -109,7 +115,7 @@ TEST(CheckpointCheck, EveryProblemListedAtOnce) {
   const std::string summary = r.ProblemSummary();
   EXPECT_NE(summary.find("2 missing"), std::string::npos) << summary;
   EXPECT_NE(summary.find("2 mis-shaped"), std::string::npos) << summary;
-  EXPECT_NE(summary.find("2 unexpected"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("4 unexpected"), std::string::npos) << summary;
   fs::remove_all(dir);
 }
 

@@ -2,21 +2,30 @@
 #include "model/kv_scales.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
-#include <regex>
 
 #include "base/numerics.h"
+#include "base/regex.h"
 
 namespace mx {
 
 namespace {
 
-const std::regex& ScaleName() {
-  static const std::regex re(
-      R"(model\.layers\.(\d+)\.self_attn\.(attn\.k_scale|k_scale|attn\.kv_scale|kv_scale|)"
-      R"(kv_a_proj_with_mqa\.output_scale|attn\.v_scale|v_scale))");
-  return re;
+// The layer of a KV-scale tensor name, or -1 when `name` is not one (or its layer number does
+// not fit an int64).
+int64_t ScaleLayer(const std::string& name) {
+  static const Regex re =
+      Regex::Compile(R"(model\.layers\.(\d+)\.self_attn\.(attn\.k_scale|k_scale|)"
+                     R"(attn\.kv_scale|kv_scale|kv_a_proj_with_mqa\.output_scale|)"
+                     R"(attn\.v_scale|v_scale))")
+          .value();
+  std::vector<std::string_view> g;
+  if (!re.FullMatch(name, &g)) return -1;
+  int64_t layer = -1;
+  const auto [end, ec] = std::from_chars(g[0].data(), g[0].data() + g[0].size(), layer);
+  return ec == std::errc() ? layer : -1;
 }
 
 int64_t NumLayers(const ModelConfig& c) {
@@ -48,9 +57,8 @@ Result<float> ReadScalar(const TensorView& v) {
 }  // namespace
 
 bool IsKvScaleTensor(const std::string& name, const ModelConfig& c) {
-  std::smatch m;
-  if (!std::regex_match(name, m, ScaleName())) return false;
-  return std::stoll(m[1].str()) < NumLayers(c);
+  const int64_t layer = ScaleLayer(name);
+  return layer >= 0 && layer < NumLayers(c);
 }
 
 Result<std::vector<float>> LoadKvScales(const Checkpoint& ckpt, const ModelConfig& c,
@@ -58,10 +66,8 @@ Result<std::vector<float>> LoadKvScales(const Checkpoint& ckpt, const ModelConfi
   const int64_t n = NumLayers(c);
   std::vector<float> scales(n, 0.0f);  // 0: none found
   for (const TensorView* v : ckpt.tensors()) {
-    std::smatch m;
-    if (!std::regex_match(v->name, m, ScaleName())) continue;
-    const int64_t layer = std::stoll(m[1].str());
-    if (layer >= n) continue;
+    const int64_t layer = ScaleLayer(v->name);
+    if (layer < 0 || layer >= n) continue;
     MX_ASSIGN_OR_RETURN(float x, ReadScalar(*v));
     scales[layer] = std::max(scales[layer], x);
   }

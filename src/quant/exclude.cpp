@@ -13,11 +13,11 @@ Result<ExcludeRule> ExcludeRule::Parse(const std::string& entry) {
   if (entry.empty()) return InvalidArgument("empty exclude entry");
   if (entry.rfind("re:", 0) == 0) {
     r.kind_ = Kind::kRegex;
-    try {
-      r.re_ = std::regex(entry.substr(3), std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return InvalidArgument("exclude entry '{}': bad regex: {}", entry, e.what());
+    auto re = Regex::Compile(entry.substr(3));
+    if (!re.ok()) {
+      return InvalidArgument("exclude entry '{}': bad regex: {}", entry, re.status().message());
     }
+    r.re_ = std::make_shared<const Regex>(std::move(re).value());
   } else if (entry.find_first_of("*?[") != std::string::npos) {
     r.kind_ = Kind::kGlob;
   }
@@ -31,7 +31,7 @@ bool ExcludeRule::MatchesName(const std::string& name) const {
     case Kind::kGlob:
       return fnmatch(text_.c_str(), name.c_str(), 0) == 0;
     case Kind::kRegex:
-      return std::regex_search(name, re_, std::regex_constants::match_continuous);
+      return re_->MatchPrefix(name);
   }
   return false;
 }

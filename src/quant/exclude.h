@@ -13,11 +13,12 @@
 #pragma once
 
 #include <cstdint>
-#include <regex>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/regex.h"
 #include "base/status.h"
 
 namespace mx::quant {
@@ -35,7 +36,7 @@ class ExcludeRule {
   enum class Kind { kExact, kGlob, kRegex };
   Kind kind_ = Kind::kExact;
   std::string text_;
-  std::regex re_;
+  std::shared_ptr<const Regex> re_;  // kRegex
 };
 
 class ExcludeList {

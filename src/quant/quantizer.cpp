@@ -9,12 +9,12 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/regex.h"
 #include "base/thread_pool.h"
 #include "io/checkpoint.h"
 #include "io/safetensors_writer.h"
@@ -26,24 +26,27 @@ namespace mx::quant {
 namespace fs = std::filesystem;
 
 bool IsRoutedExpertWeight(const std::string& name) {
-  static const std::regex kExpert(
-      R"(model\.layers\.\d+\.mlp\.experts\.\d+\.(gate_proj|up_proj|down_proj)\.weight)");
-  return std::regex_match(name, kExpert);
+  static const Regex kExpert =
+      Regex::Compile(
+          R"(model\.layers\.\d+\.mlp\.experts\.\d+\.(gate_proj|up_proj|down_proj)\.weight)")
+          .value();
+  return kExpert.FullMatch(name);
 }
 
 Result<uint64_t> ParseByteSize(const std::string& text) {
-  static const std::regex kSize(R"(\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(i?)B?\s*)",
-                                std::regex::icase);
-  std::smatch m;
-  if (!std::regex_match(text, m, kSize)) {
+  static const Regex kSize =
+      Regex::Compile(R"((?i)\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([KMGT]?)(i?)B?\s*)").value();
+  std::vector<std::string_view> m;
+  if (!kSize.FullMatch(text, &m)) {
     return InvalidArgument("'{}' is not a size (e.g. 5GB, 500MB, 2GiB)", text);
   }
-  const double v = std::stod(m[1].str());
-  const char unit = m[2].str().empty() ? ' ' : static_cast<char>(std::toupper(m[2].str()[0]));
-  const double base = m[3].str().empty() ? 1000.0 : 1024.0;
+  const double v = std::stod(std::string(m[0]));
+  const char unit = m[1].empty() ? ' ' : static_cast<char>(std::toupper(m[1][0]));
+  const double base = m[2].empty() ? 1000.0 : 1024.0;
   int p = unit == 'K' ? 1 : unit == 'M' ? 2 : unit == 'G' ? 3 : unit == 'T' ? 4 : 0;
   const double bytes = v * std::pow(base, p);
   if (bytes < 1) return InvalidArgument("size '{}' must be at least one byte", text);
+  if (!(bytes < 0x1p64)) return InvalidArgument("size '{}' is beyond 2^64 bytes", text);
   return static_cast<uint64_t>(bytes);
 }
 

@@ -185,6 +185,13 @@ TEST(ByteSize, Parses) {
   EXPECT_EQ(*ParseByteSize("123"), 123u);
   EXPECT_FALSE(ParseByteSize("five").ok());
   EXPECT_FALSE(ParseByteSize("0").ok());
+  // Malformed or absurd input is an error, never an exception or an overflow.
+  EXPECT_FALSE(ParseByteSize("99999999999999999999999999TB").ok());
+  EXPECT_FALSE(ParseByteSize("1234567890123456789012345678901234567890").ok());
+  EXPECT_FALSE(ParseByteSize("\xff"
+                             "5GB")
+                   .ok());
+  EXPECT_FALSE(ParseByteSize("").ok());
 }
 
 }  // namespace

@@ -12,10 +12,10 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "base/regex.h"
 #include "base/status.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer_util.h"
-#include "tokenizer/unicode_regex.h"
 
 namespace mx::tok {
 

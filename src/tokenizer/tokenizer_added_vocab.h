@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/regex.h"
 #include "base/status.h"
 #include "tokenizer/tokenizer_util.h"
-#include "tokenizer/unicode_regex.h"
 
 namespace mx::tok {
 

@@ -1,4 +1,6 @@
-// A compiled PCRE2 pattern (UTF + UCP, JIT when available) for pre-tokenizer splits.
+// A compiled PCRE2 pattern (UTF + UCP, JIT when available): the tokenizer's pre-tokenizer
+// splits, and every other regex in mxserve (std::regex is not used: it is slow to run and
+// its templates made each translation unit that used it take tens of seconds to compile).
 // Thread-safe: matching allocates its own match data, so one Regex serves many threads.
 #pragma once
 
@@ -7,10 +9,12 @@
 #include <string>
 #include <string_view>
 
+#include <vector>
 #include "base/status.h"
-#include "tokenizer/tokenizer_util.h"
 
-namespace mx::tok {
+#include "base/function_ref.h"
+
+namespace mx {
 
 class Regex {
  public:
@@ -29,8 +33,15 @@ class Regex {
   // REQUIRES: text is valid UTF-8.
   // Returns false if PCRE2 gave up (resource limit) part way; the matches so far were reported.
   bool FindAll(std::string_view text, FunctionRef<void(size_t start, size_t end)> on_match) const;
-  // True if the pattern matches somewhere in text.
+  // True if the pattern matches somewhere in text. REQUIRES: text is valid UTF-8.
   bool Search(std::string_view text) const;
+  // True if the pattern matches all of `text` (anchored at both ends). When `groups` is given
+  // it receives the capture groups 1..n as views into `text` (empty for an unset group).
+  // Invalid UTF-8 in `text` is no match.
+  bool FullMatch(std::string_view text, std::vector<std::string_view>* groups = nullptr) const;
+  // True if the pattern matches at the start of `text` (Python's re.match). Invalid UTF-8 in
+  // `text` is no match.
+  bool MatchPrefix(std::string_view text) const;
 
   const std::string& pattern() const { return pattern_; }
 
@@ -41,4 +52,4 @@ class Regex {
   std::string pattern_;
 };
 
-}  // namespace mx::tok
+}  // namespace mx

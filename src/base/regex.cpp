@@ -2,13 +2,13 @@
 // tokenizer.json files (\p{L}, \p{N}, \s, look-ahead, (?i:...)) PCRE2 with UCP agrees, except
 // that PCRE2's \s also matches U+180E (MONGOLIAN VOWEL SEPARATOR).
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "tokenizer/unicode_regex.h"
+#include "base/regex.h"
 
 #include <pcre2.h>
 
 #include "base/log.h"
 
-namespace mx::tok {
+namespace mx {
 
 struct Regex::Impl {
   pcre2_code* code = nullptr;
@@ -94,7 +94,7 @@ bool Regex::FindAll(std::string_view text, FunctionRef<void(size_t, size_t)> on_
     }
     if (rc == PCRE2_ERROR_NOMATCH) return true;
     if (rc < 0) {
-      MX_LOG_WARN("tokenizer regex /{}/ gave up at byte {} (PCRE2 error {})", pattern_, pos, rc);
+      MX_LOG_WARN("regex /{}/ gave up at byte {} (PCRE2 error {})", pattern_, pos, rc);
       return false;
     }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(s.md);
@@ -117,4 +117,28 @@ bool Regex::Search(std::string_view text) const {
   return rc >= 0;
 }
 
-}  // namespace mx::tok
+bool Regex::FullMatch(std::string_view text, std::vector<std::string_view>* groups) const {
+  MatchScratch s(impl_->code);
+  const int rc = pcre2_match(impl_->code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0,
+                             PCRE2_ANCHORED | PCRE2_ENDANCHORED, s.md, nullptr);
+  if (rc < 0) return false;
+  if (groups != nullptr) {
+    uint32_t n = 0;
+    pcre2_pattern_info(impl_->code, PCRE2_INFO_CAPTURECOUNT, &n);
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(s.md);
+    groups->assign(n, std::string_view());
+    for (uint32_t i = 1; i <= n && static_cast<int>(i) < rc; ++i) {
+      if (ov[2 * i] != PCRE2_UNSET)
+        groups->at(i - 1) = text.substr(ov[2 * i], ov[2 * i + 1] - ov[2 * i]);
+    }
+  }
+  return true;
+}
+
+bool Regex::MatchPrefix(std::string_view text) const {
+  MatchScratch s(impl_->code);
+  return pcre2_match(impl_->code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0,
+                     PCRE2_ANCHORED, s.md, nullptr) >= 0;
+}
+
+}  // namespace mx
