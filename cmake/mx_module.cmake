@@ -19,10 +19,12 @@ function(mx_module NAME)
     else()
       list(APPEND lib_srcs ${f})
       if(f MATCHES "_avx2\\.cpp$")
-        set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+        set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c"
+                                    SKIP_PRECOMPILE_HEADERS ON)
       elseif(f MATCHES "_avx512\\.cpp$")
         set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS
-          "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx512bf16;-mavx512vbmi")
+          "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx512bf16;-mavx512vbmi"
+          SKIP_PRECOMPILE_HEADERS ON)
       endif()
     endif()
   endforeach()
@@ -36,6 +38,7 @@ function(mx_module NAME)
     target_include_directories(mx_${NAME} PUBLIC ${CMAKE_SOURCE_DIR}/src)
     target_link_libraries(mx_${NAME} PUBLIC ${MX_DEPS})
     target_compile_definitions(mx_${NAME} PRIVATE MX_VERSION="${PROJECT_VERSION}")
+    mx_use_pch(mx_${NAME} lib)
   endif()
   if(MX_BUILD_TESTS AND test_srcs)
     add_executable(${NAME}_tests ${test_srcs})
@@ -48,6 +51,7 @@ function(mx_module NAME)
     target_compile_definitions(${NAME}_tests PRIVATE
       MX_SHARED_DIR="${MX_SHARED_DIR}" MX_TEST_DATA_DIR="${MX_TEST_DATA_DIR}"
       MX_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+    mx_use_pch(${NAME}_tests test)
     gtest_discover_tests(${NAME}_tests DISCOVERY_MODE PRE_TEST TEST_PREFIX "${NAME}." PROPERTIES LABELS unit
       DISCOVERY_TIMEOUT 60)
   endif()
