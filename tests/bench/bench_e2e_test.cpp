@@ -60,6 +60,26 @@ std::map<std::string, double> Counters(const std::string& url) {
   return out;
 }
 
+// The counters once the engine has finished `n` more requests than in `before`: it publishes
+// its counters after each step, so a scrape right after the client saw the last token can be
+// one step behind (at most a few ms; 10 s is only a bound).
+std::map<std::string, double> CountersAfter(const std::string& url,
+                                            const std::map<std::string, double>& before,
+                                            int64_t n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const double want = before.count("requests_finished_total")
+                          ? before.at("requests_finished_total") + static_cast<double>(n)
+                          : static_cast<double>(n);
+  for (;;) {
+    std::map<std::string, double> c = Counters(url);
+    if ((c.count("requests_finished_total") && c.at("requests_finished_total") >= want) ||
+        std::chrono::steady_clock::now() > deadline) {
+      return c;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 struct Delta {
   std::map<std::string, double> before, after;
   int64_t operator[](const std::string& name) const {
@@ -226,7 +246,7 @@ TEST_F(BenchE2e, SweepTwoRatesFreshPrefixesPerRate) {
                   "--node-price-per-hour 2 --output-file " +
                   out.string() + " --summary-file " + summary.string() + " --html-file " +
                   html.string());
-  d.after = Counters(url_);
+  d.after = CountersAfter(url_, d.before, 2 * (8 + w.extra_requests()));
   ASSERT_EQ(r.code, 0) << r.out;
   const std::vector<json> lines = JsonLines(out);
   ASSERT_EQ(lines.size(), 2u) << r.out;
@@ -285,7 +305,7 @@ TEST_F(BenchE2e, SingleStreamAaPresetScaled) {
               " --preset aa-single-stream --scale 0.1 --runs 2 --request-timeout 120 "
               "--output-file " +
               out.string());
-  d.after = Counters(url_);
+  d.after = CountersAfter(url_, d.before, 2);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("; 0 failed"), std::string::npos) << r.out;
   const std::vector<json> lines = JsonLines(out);
