@@ -75,6 +75,40 @@ def _numbers(rng, ops):
             return ns, vals
 
 
+def worked_step(a, op, b):
+    """One operation worked column by column, ones digit first, e.g.
+
+      59 + 61: 9 + 1 = 10, 5 + 6 + 1 = 12, so 59 + 61 = 120.
+      61 - 59: 11 - 9 = 2, 6 - 5 - 1 = 0, so 61 - 59 = 2.
+
+    An addition column adds the carry ("+ 1") when the previous column reached 10; the last
+    column's sum is written whole. A subtraction column that must borrow writes its top digit
+    plus ten ("11 - 9") and the next column subtracts the borrow ("- 1"). A missing digit is 0.
+    Each column is one single-digit fact, so a model of a few million parameters can learn it.
+    """
+    da, db = [int(c) for c in reversed(str(a))], [int(c) for c in reversed(str(b))]
+    width = max(len(da), len(db))
+    da += [0] * (width - len(da))
+    db += [0] * (width - len(db))
+    cols, digits, carry = [], [], 0
+    for x, y in zip(da, db):
+        if op == "+":
+            s = x + y + carry
+            cols.append(f"{x} + {y}" + (" + 1" if carry else "") + f" = {s}")
+            digits.append(s % 10)
+            carry = s // 10
+        else:
+            top = x + 10 if x - y - carry < 0 else x
+            r = top - y - carry
+            cols.append(f"{top} - {y}" + (" - 1" if carry else "") + f" = {r}")
+            digits.append(r)
+            carry = 1 if top != x else 0
+    value = a + b if op == "+" else a - b
+    assert carry == 0 or op == "+", (a, op, b)
+    assert int("".join(map(str, reversed(digits)))) + (carry * 10 ** width) == value, (a, op, b)
+    return f"{a} {op} {b}: " + ", ".join(cols) + f", so {a} {op} {b} = {value}."
+
+
 def make_problem(rng):
     tid, fmt, ops = TEMPLATES[rng.randrange(len(TEMPLATES))]
     ns, vals = _numbers(rng, ops)
@@ -84,9 +118,9 @@ def make_problem(rng):
                    X=rng.choice(ITEMS), **{f"n{i}": n for i, n in enumerate(ns)})
     steps, cur = [], ns[0]
     for op, n, v in zip(ops, ns[1:], vals):
-        steps.append(f"{cur} {op} {n} = {v}.")
+        steps.append(worked_step(cur, op, n))
         cur = v
-    answer = " ".join(steps) + f"\n#### {vals[-1]}"
+    answer = "\n".join(steps) + f"\n#### {vals[-1]}"
     key = tid + ":" + ",".join(map(str, ns))
     return {"question": q, "answer": answer, "key": key}
 

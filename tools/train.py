@@ -257,16 +257,38 @@ def greedy(model, prompt_ids, eos_ids, max_new):
 
 
 @torch.no_grad()
-def exact_match(model, fmt, probs, eos_ids, max_new=64):
+def exact_match(model, fmt, probs, eos_ids, max_new=256, workers=1):
+    """Greedy exact match of the final `#### N`; workers > 1 splits the problems over forked
+    processes (one torch thread each)."""
+    if workers > 1:
+        import multiprocessing
+        global _EM_STATE
+        _EM_STATE = (model, fmt, eos_ids, max_new)
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            texts = pool.map(_em_one, probs, chunksize=4)
+    else:
+        texts = [_answer(model, fmt, p, eos_ids, max_new) for p in probs]
     ok, samples = 0, []
-    for p in probs:
-        gen = greedy(model, fmt.tok.encode(fmt.prompt(p["question"])), eos_ids, max_new)
-        text = fmt.tok.decode([g for g in gen if g not in eos_ids])
+    for p, text in zip(probs, texts):
         good = arith_data.final_answer(text) == arith_data.final_answer(p["answer"])
         ok += good
         if len(samples) < 3:
             samples.append((text, good))
     return ok / len(probs), samples
+
+
+_EM_STATE = None
+
+
+def _answer(model, fmt, p, eos_ids, max_new):
+    gen = greedy(model, fmt.tok.encode(fmt.prompt(p["question"])), eos_ids, max_new)
+    return fmt.tok.decode([g for g in gen if g not in eos_ids])
+
+
+def _em_one(p):
+    torch.set_num_threads(1)
+    model, fmt, eos_ids, max_new = _EM_STATE
+    return _answer(model, fmt, p, eos_ids, max_new)
 
 
 @torch.no_grad()
@@ -359,9 +381,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--vocab-size", type=int, default=2048)
     ap.add_argument("--index-topk", type=int, default=24)
-    ap.add_argument("--steps", type=int, default=1000)
-    ap.add_argument("--batch", type=int, default=4, help="packed sequences per step")
-    ap.add_argument("--seq-len", type=int, default=256)
+    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--batch", type=int, default=8, help="packed sequences per step")
+    ap.add_argument("--seq-len", type=int, default=512)
     ap.add_argument("--text-frac", type=float, default=0.12)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=100)
@@ -370,11 +392,13 @@ def main():
     ap.add_argument("--indexer-weight", type=float, default=0.1)
     ap.add_argument("--dense-frac", type=float, default=0.1)
     ap.add_argument("--bias-gamma", type=float, default=1e-3)
-    ap.add_argument("--eval-every", type=int, default=200)
-    ap.add_argument("--eval-n", type=int, default=60)
+    ap.add_argument("--eval-every", type=int, default=500)
+    ap.add_argument("--eval-n", type=int, default=30)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--eval-workers", type=int, default=2,
+                    help="processes for the final held-out evaluation")
     ap.add_argument("--time-steps", type=int, default=0, help="only time N steps and exit")
-    ap.add_argument("--stage2-steps", type=int, default=600)
+    ap.add_argument("--stage2-steps", type=int, default=0)
     ap.add_argument("--stage2-lr", type=float, default=1e-3)
     ap.add_argument("--stage2-warmup", type=int, default=20)
     ap.add_argument("--only-stage2", action="store_true",
@@ -523,7 +547,7 @@ def final_report(a, cfg, cfgd, fmt, heldout, ho_text, eos_ids, log_path, t_start
     w = load_file(os.path.join(a.out, "model.safetensors"))
     model = GlmMoeDsa(cfg, w)
     t0 = time.time()
-    em, samples = exact_match(model, fmt, heldout, eos_ids)
+    em, samples = exact_match(model, fmt, heldout, eos_ids, workers=a.eval_workers)
     arith_seqs = [fmt.example(p) for p in heldout[:200]]
     mtp_all = mtp_accuracy(model, [(i, [1] * len(i)) for i, _ in arith_seqs])
     mtp_ans = mtp_accuracy(model, arith_seqs)
