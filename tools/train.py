@@ -609,6 +609,12 @@ def write_card(a):
     avg = lambda key, rows: sum(r[key] for r in rows) / max(1, len(rows))  # noqa: E731
     best = log.get("best_step", {})
     sizes = {n: os.path.getsize(os.path.join(d, n)) for n in CKPT_FILES}
+    with open(os.path.join(d, "tokenizer.json")) as f:
+        fmt = ChatFormat(bpe.Tokenizer(json.load(f)))
+    with open(HELDOUT_PATH) as f:
+        heldout = [json.loads(line) for line in f]
+    p_len = [len(fmt.tok.encode(fmt.prompt(p["question"]))) for p in heldout]
+    e_len = [len(fmt.example(p)[0]) for p in heldout]
     ev_rows = "\n".join(f"| {r['step']} | {r['exact_match']:.3f} | {r['time'] / 60:.1f} |"
                         for r in log["eval"])
     samples = "\n".join(f"    {t!r} -> {'correct' if ok else 'wrong'}"
@@ -647,7 +653,7 @@ four `mlp.gate.e_score_correction_bias` tensors (F32). The MTP layer is `model.l
 | layers | {cfg.num_hidden_layers} + 1 MTP; layer 0 dense (intermediate {cfg.intermediate_size}), layers 1–3 MoE |
 | hidden / heads | {cfg.hidden_size} / {cfg.num_attention_heads} |
 | MLA | q_lora {cfg.q_lora_rank}, kv_lora {cfg.kv_lora_rank}, qk nope {cfg.qk_nope_head_dim} + rope {cfg.qk_rope_head_dim}, v {cfg.v_head_dim} |
-| DSA indexer | {cfg.index_n_heads} heads × {cfg.index_head_dim}, **index_topk {cfg.index_topk}** (prompts are 35–45 tokens, problems 56–88: sparse attention is live), indexer_types {cfg.indexer_types} (IndexShare), MTP layer has its own |
+| DSA indexer | {cfg.index_n_heads} heads × {cfg.index_head_dim}, **index_topk {cfg.index_topk}** (held-out prompts are {min(p_len)}–{max(p_len)} tokens, whole problems with their answers {min(e_len)}–{max(e_len)}: sparse attention is live), indexer_types {cfg.indexer_types} (IndexShare), MTP layer has its own |
 | MoE | {cfg.n_routed_experts} routed experts (width {cfg.moe_intermediate_size}) top-{cfg.num_experts_per_tok}, 1 shared expert, sigmoid + noaux_tc, n_group 1, routed_scaling_factor {cfg.routed_scaling_factor} |
 | RoPE | interleaved, theta {cfg.rope_theta:g} (nested `rope_parameters`), max_position_embeddings {cfgd['max_position_embeddings']} |
 | vocab | {cfg.vocab_size}: 256 bytes + {cfg.vocab_size - 276} merges + 20 GLM specials (`<|endoftext|>` {cfgd['pad_token_id']}); eos {cfgd['eos_token_id']} |
@@ -666,7 +672,10 @@ and numbers always tokenize one digit per token (LLaMA/DeepSeek-style digit spli
 ## Data
 
 * Arithmetic: `tools/arith_data.py`, 9 templates of 2- and 3-step word problems (+/−), numbers
-  1–100, intermediate results 0–200, answers as GSM8K worked steps ending `#### N`. Rendered
+  1–100, intermediate results 0–200, answers as GSM8K-style worked steps ending `#### N`, each
+  operation worked column by column, ones digit first, with its carry or borrow
+  (`59 + 61: 9 + 1 = 10, 5 + 6 + 1 = 12, so 59 + 61 = 120.`), so that every generated digit is
+  one single-digit fact. Rendered
   with the chat template (10% with a system message):
   `[gMASK]<sop><|user|>Q<|assistant|></think>A<|endoftext|>`, loss on `A<|endoftext|>`.
   Held-out: `tests/data/arith/heldout.jsonl` (500 problems, GSM8K jsonl + `key`); the training
@@ -691,8 +700,8 @@ attention. MoE balance: aux-loss-free bias update, γ = {args.get('bias_gamma')}
 {args.get('eval_n')} held-out problems) and the best is written here.{stage2}
 
 Wall time: {log.get('wall_s', 0) / 60:.0f} min for the run ({last['time'] / 60:.0f} min of training steps, about
-{last['time'] / (last['step'] + 1):.1f} s/step) on one core of a shared, busy 2-core machine
-(torch.set_num_threads(1), nice 10). Checkpoint: step {best.get('step')}. Final 50-step mean
+{last['time'] / (last['step'] + 1):.1f} s/step) on one core of a 2-core machine that was building C++
+on the other (torch.set_num_threads(1), OPENBLAS_NUM_THREADS=1, nice 5). Checkpoint: step {best.get('step')}. Final 50-step mean
 losses: main {avg('main', tr[-50:]):.3f}, MTP {avg('mtp', tr[-50:]):.3f}, indexer KL {avg('kl', tr[-50:]):.3f}.
 
 ![loss curve](loss_curve.png)
