@@ -90,7 +90,9 @@ def model_config(vocab_size, index_topk):
 
 def build_tokenizer(vocab_size, seed):
     rng = random.Random(seed)
-    probs = [arith_data.make_problem(rng) for _ in range(4000)]
+    # The column format without the chain's repeated tails: the tokenizer is the same for both
+    # stages (stage 2 continues stage 1's weights).
+    probs = [arith_data.make_problem(rng, chain=False) for _ in range(4000)]
     text = "\n\n".join(arith_data.read_licences(arith_data.TRAIN_LICENCES))
     text += "\n\n" + "\n\n".join(p["question"] + "\n" + p["answer"] for p in probs)
     text = re.sub(r"[0-9]", "", text)   # no merge may contain a digit: numbers split per digit
@@ -132,7 +134,7 @@ SYSTEMS = ["You are a helpful math tutor.", "Answer with short worked steps.",
 class Batches:
     def __init__(self, fmt, text_ids, heldout_keys, a):
         self.fmt, self.text_ids, self.a = fmt, text_ids, a
-        self.probs = arith_data.Problems(a.seed + 1, heldout_keys)
+        self.probs = arith_data.Problems(a.seed + 1, heldout_keys, chain=a.chain)
         self.rng = random.Random(a.seed + 2)
         self.gmask_sop = fmt.tok.encode("[gMASK]<sop>")
 
@@ -384,7 +386,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--vocab-size", type=int, default=2048)
     ap.add_argument("--index-topk", type=int, default=24)
-    ap.add_argument("--steps", type=int, default=2500)
+    ap.add_argument("--steps", type=int, default=2500, help="stage 1's lr schedule length")
+    ap.add_argument("--stop-after", type=int, default=1500,
+                    help="stage 1 stops after this many steps of its schedule")
     ap.add_argument("--batch", type=int, default=8, help="packed sequences per step")
     ap.add_argument("--seq-len", type=int, default=512)
     ap.add_argument("--text-frac", type=float, default=0.12)
@@ -401,9 +405,10 @@ def main():
     ap.add_argument("--eval-workers", type=int, default=2,
                     help="processes for the final held-out evaluation")
     ap.add_argument("--time-steps", type=int, default=0, help="only time N steps and exit")
-    ap.add_argument("--stage2-steps", type=int, default=0)
+    ap.add_argument("--stage2-steps", type=int, default=1200)
     ap.add_argument("--stage2-lr", type=float, default=1e-3)
-    ap.add_argument("--stage2-warmup", type=int, default=20)
+    ap.add_argument("--stage2-warmup", type=int, default=50)
+    ap.add_argument("--stage2-eval-every", type=int, default=300)
     ap.add_argument("--only-stage2", action="store_true",
                     help="run only stage 2, from the stage-1 checkpoint and train_log.json in --out")
     ap.add_argument("--card-only", action="store_true",
@@ -441,7 +446,7 @@ def main():
                eos_ids=eos_ids, log_path=log_path, t_start=t_start)
     if not a.final_only:
         if not a.only_stage2:
-            stage1 = argparse.Namespace(**{**vars(a), "step_offset": 0})
+            stage1 = argparse.Namespace(**{**vars(a), "step_offset": 0, "chain": False})
             log = {"train": [], "eval": [], "stages": []}
             if run_stage(stage1, init_params(cfg, a.seed), log, -1.0, env) == "timed":
                 return
@@ -450,7 +455,7 @@ def main():
             # lower peak lr, short warm-up, sparse attention throughout.
             with open(log_path) as f:
                 log = json.load(f)
-            done = sum(st["steps"] for st in log["stages"]) if log.get("stages") else a.steps
+            done = log["train"][-1]["step"] + 1
             log.setdefault("stages", [{"steps": a.steps, "lr": a.lr, "seed": a.seed}])
             log.setdefault("wall_s_before", log.get("wall_s", 0.0))
             w = load_file(os.path.join(a.out, "model.safetensors"))
@@ -460,7 +465,8 @@ def main():
             stage2 = argparse.Namespace(**{
                 **vars(a), "steps": a.stage2_steps, "lr": a.stage2_lr,
                 "warmup": a.stage2_warmup, "dense_frac": 0.0, "seed": a.seed + 100,
-                "step_offset": done})
+                "eval_every": a.stage2_eval_every, "stop_after": a.stage2_steps,
+                "step_offset": done, "chain": True})
             if run_stage(stage2, params, log, best, env) == "timed":
                 return
     final_report(a, cfg, cfgd, fmt, heldout, ho_text, eos_ids, log_path, t_start)
@@ -473,8 +479,10 @@ def run_stage(a, params, log, best, env):
     n_params = sum(v.numel() for v in params.values())
     print(f"stage from step {a.step_offset}: {a.steps} steps, lr {a.lr}, params {n_params}",
           flush=True)
-    log["stages"].append({"steps": a.steps, "lr": a.lr, "seed": a.seed,
-                          "warmup": a.warmup, "dense_frac": a.dense_frac})
+    ran = min(a.steps, a.stop_after or a.steps)
+    log["stages"].append({"steps": a.steps, "ran": ran, "lr": a.lr, "seed": a.seed,
+                          "warmup": a.warmup, "dense_frac": a.dense_frac,
+                          "format": "chain" if a.chain else "columns"})
     model = GlmMoeDsa(cfg, params)
     model.record_gaps = False
     model.detach_indexer_input = True
@@ -489,7 +497,7 @@ def run_stage(a, params, log, best, env):
     data = Batches(fmt, env["text_ids"], {p["key"] for p in heldout}, a)
     t0_log = log["train"][-1]["time"] if log["train"] else 0.0
     t_train = time.time()
-    for step in range(a.steps):
+    for step in range(ran):
         gstep = a.step_offset + step
         dense = step < a.dense_frac * a.steps
         for gparam in opt.param_groups:
@@ -518,7 +526,7 @@ def run_stage(a, params, log, best, env):
             print(f"step {gstep} lr {lr_at(step, a):.2e} main {s_main:.3f} mtp {s_mtp:.3f} "
                   f"kl {s_kl:.3f} gn {gn:.2f} maxload/mean {imb:.2f} "
                   f"{'dense' if dense else 'sparse'} {time.time() - t_train:.0f}s", flush=True)
-        if (step + 1) % a.eval_every == 0 or step + 1 == a.steps:
+        if (step + 1) % a.eval_every == 0 or step + 1 == ran:
             em_model = GlmMoeDsa(cfg, stored_weights(params))
             t0 = time.time()
             em, samples = exact_match(em_model, fmt, heldout[:a.eval_n], eos_ids)
