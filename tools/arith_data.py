@@ -8,7 +8,7 @@ A problem is {"question": str, "answer": str} like GSM8K's jsonl: the answer is 
 per operation, column by column (worked_step), and then the final line "#### N", e.g.
 
   Tom has 23 apples. He buys 45 more and gives away 12. How many apples does he have now?
-  23 + 45 - 12: 3 + 5 = 8, 2 + 4 = 6, so 23 + 45 = 68.
+  23 + 45 - 12: 3 + 5 = 8, 2 + 4 = 6, so 23 + 45 - 12 = 68 - 12.
   68 - 12: 8 - 2 = 6, 6 - 1 = 5, so 68 - 12 = 56.
   #### 56
 
@@ -86,9 +86,10 @@ def worked_step(a, op, b, rest=""):
     column's sum is written whole. A subtraction column that must borrow writes its top digit
     plus ten ("11 - 9") and the next column subtracts the borrow ("- 1"). A missing digit is 0.
     Each column is one single-digit fact, so a model of a few million parameters can learn it.
-    `rest` (the chain format) is the rest of the expression, written after b in the step's head
-    ("59 - 54 + 61: ..."), so that the next step's head is this step's result followed by a
-    copy of what came after b in this head, instead of a number looked up in the question.
+    `rest` (the chain format) is the rest of the expression: the head and the conclusion carry
+    it ("59 - 54 + 61: ..., so 59 - 54 + 61 = 5 + 61."), so that the next operand is copied from
+    a few tokens back and the next head from the end of the line above, instead of being looked
+    up in the question.
     """
     da, db = [int(c) for c in reversed(str(a))], [int(c) for c in reversed(str(b))]
     width = max(len(da), len(db))
@@ -110,7 +111,8 @@ def worked_step(a, op, b, rest=""):
     value = a + b if op == "+" else a - b
     assert carry == 0 or op == "+", (a, op, b)
     assert int("".join(map(str, reversed(digits)))) + (carry * 10 ** width) == value, (a, op, b)
-    return f"{a} {op} {b}{rest}: " + ", ".join(cols) + f", so {a} {op} {b} = {value}."
+    return (f"{a} {op} {b}{rest}: " + ", ".join(cols) +
+            f", so {a} {op} {b}{rest} = {value}{rest}.")
 
 
 def make_problem(rng, chain=True):
