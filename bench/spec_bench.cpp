@@ -7,7 +7,7 @@
 // accept length (tokens per verify step, bonus included).
 //
 //   spec_bench [model=models/glm-moe-dsa-arith-6m] [arith=20] [english=8] [english_len=64]
-//              [english_out=96] [arith_out=64] [repeats=3] [threads=1] [kv=bf16]
+//              [english_out=96] [arith_out=256] [repeats=3] [threads=1] [kv=bf16]
 //              [text=/usr/share/common-licenses/Artistic] [settings=0,1,3,5]
 #include <algorithm>
 #include <chrono>
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
       {"english", "8"},
       {"english_len", "64"},
       {"english_out", "96"},
-      {"arith_out", "64"},
+      {"arith_out", "256"},
       {"repeats", "3"},
       {"threads", "1"},
       {"kv", "bf16"},

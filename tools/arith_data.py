@@ -4,11 +4,12 @@
   /usr/bin/python3 tools/arith_data.py --heldout tests/data/arith/heldout.jsonl   # regenerate
   /usr/bin/python3 tools/arith_data.py --sample 5                                  # show some
 
-A problem is {"question": str, "answer": str} like GSM8K's jsonl: the answer is one short worked
-step per operation and then the final line "#### N", e.g.
+A problem is {"question": str, "answer": str} like GSM8K's jsonl: the answer is one worked step
+per operation, column by column (worked_step), and then the final line "#### N", e.g.
 
   Tom has 23 apples. He buys 45 more and gives away 12. How many apples does he have now?
-  23 + 45 = 68. 68 - 12 = 56.
+  23 + 45 - 12: 3 + 5 = 8, 2 + 4 = 6, so 23 + 45 - 12 = 68 - 12.
+  68 - 12: 8 - 2 = 6, 6 - 1 = 5, so 68 - 12 = 56.
   #### 56
 
 Problems have 2 or 3 steps (+ and -), every number in the question is 1..100, every intermediate
@@ -75,7 +76,46 @@ def _numbers(rng, ops):
             return ns, vals
 
 
-def make_problem(rng):
+def worked_step(a, op, b, rest=""):
+    """One operation worked column by column, ones digit first, e.g.
+
+      59 + 61: 9 + 1 = 10, 5 + 6 + 1 = 12, so 59 + 61 = 120.
+      61 - 59: 11 - 9 = 2, 6 - 5 - 1 = 0, so 61 - 59 = 2.
+
+    An addition column adds the carry ("+ 1") when the previous column reached 10; the last
+    column's sum is written whole. A subtraction column that must borrow writes its top digit
+    plus ten ("11 - 9") and the next column subtracts the borrow ("- 1"). A missing digit is 0.
+    Each column is one single-digit fact, so a model of a few million parameters can learn it.
+    `rest` (the chain format) is the rest of the expression: the head and the conclusion carry
+    it ("59 - 54 + 61: ..., so 59 - 54 + 61 = 5 + 61."), so that the next operand is copied from
+    a few tokens back and the next head from the end of the line above, instead of being looked
+    up in the question.
+    """
+    da, db = [int(c) for c in reversed(str(a))], [int(c) for c in reversed(str(b))]
+    width = max(len(da), len(db))
+    da += [0] * (width - len(da))
+    db += [0] * (width - len(db))
+    cols, digits, carry = [], [], 0
+    for x, y in zip(da, db):
+        if op == "+":
+            s = x + y + carry
+            cols.append(f"{x} + {y}" + (" + 1" if carry else "") + f" = {s}")
+            digits.append(s % 10)
+            carry = s // 10
+        else:
+            top = x + 10 if x - y - carry < 0 else x
+            r = top - y - carry
+            cols.append(f"{top} - {y}" + (" - 1" if carry else "") + f" = {r}")
+            digits.append(r)
+            carry = 1 if top != x else 0
+    value = a + b if op == "+" else a - b
+    assert carry == 0 or op == "+", (a, op, b)
+    assert int("".join(map(str, reversed(digits)))) + (carry * 10 ** width) == value, (a, op, b)
+    return (f"{a} {op} {b}{rest}: " + ", ".join(cols) +
+            f", so {a} {op} {b}{rest} = {value}{rest}.")
+
+
+def make_problem(rng, chain=True):
     tid, fmt, ops = TEMPLATES[rng.randrange(len(TEMPLATES))]
     ns, vals = _numbers(rng, ops)
     a, b, c = rng.sample(NAMES, 3)
@@ -83,10 +123,11 @@ def make_problem(rng):
     q = fmt.format(A=a, B=b, C=c, P=pron, p=pron.lower(), p2="him" if pron == "He" else "her",
                    X=rng.choice(ITEMS), **{f"n{i}": n for i, n in enumerate(ns)})
     steps, cur = [], ns[0]
-    for op, n, v in zip(ops, ns[1:], vals):
-        steps.append(f"{cur} {op} {n} = {v}.")
+    for i, (op, n, v) in enumerate(zip(ops, ns[1:], vals)):
+        rest = "".join(f" {o} {m}" for o, m in zip(ops[i + 1:], ns[i + 2:])) if chain else ""
+        steps.append(worked_step(cur, op, n, rest))
         cur = v
-    answer = " ".join(steps) + f"\n#### {vals[-1]}"
+    answer = "\n".join(steps) + f"\n#### {vals[-1]}"
     key = tid + ":" + ",".join(map(str, ns))
     return {"question": q, "answer": answer, "key": key}
 
@@ -117,13 +158,14 @@ def heldout_problems():
 class Problems:
     """Endless training stream that never yields a held-out problem key."""
 
-    def __init__(self, seed, exclude_keys):
+    def __init__(self, seed, exclude_keys, chain=True):
         self.rng = random.Random(seed)
         self.exclude = set(exclude_keys)
+        self.chain = chain
 
     def next(self):
         while True:
-            p = make_problem(self.rng)
+            p = make_problem(self.rng, self.chain)
             if p["key"] not in self.exclude:
                 return p
 

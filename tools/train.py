@@ -39,7 +39,10 @@ import sys
 import tempfile
 import time
 
-import torch
+# One BLAS thread: Debian's torch calls OpenBLAS, whose own thread pool (one per core) ignores
+# torch.set_num_threads and, with anything else running, slows a step down ~3x.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import torch  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -87,7 +90,9 @@ def model_config(vocab_size, index_topk):
 
 def build_tokenizer(vocab_size, seed):
     rng = random.Random(seed)
-    probs = [arith_data.make_problem(rng) for _ in range(4000)]
+    # The column format without the chain's repeated tails: the tokenizer is the same for both
+    # stages (stage 2 continues stage 1's weights).
+    probs = [arith_data.make_problem(rng, chain=False) for _ in range(4000)]
     text = "\n\n".join(arith_data.read_licences(arith_data.TRAIN_LICENCES))
     text += "\n\n" + "\n\n".join(p["question"] + "\n" + p["answer"] for p in probs)
     text = re.sub(r"[0-9]", "", text)   # no merge may contain a digit: numbers split per digit
@@ -129,7 +134,7 @@ SYSTEMS = ["You are a helpful math tutor.", "Answer with short worked steps.",
 class Batches:
     def __init__(self, fmt, text_ids, heldout_keys, a):
         self.fmt, self.text_ids, self.a = fmt, text_ids, a
-        self.probs = arith_data.Problems(a.seed + 1, heldout_keys)
+        self.probs = arith_data.Problems(a.seed + 1, heldout_keys, chain=a.chain)
         self.rng = random.Random(a.seed + 2)
         self.gmask_sop = fmt.tok.encode("[gMASK]<sop>")
 
@@ -257,16 +262,38 @@ def greedy(model, prompt_ids, eos_ids, max_new):
 
 
 @torch.no_grad()
-def exact_match(model, fmt, probs, eos_ids, max_new=64):
+def exact_match(model, fmt, probs, eos_ids, max_new=256, workers=1):
+    """Greedy exact match of the final `#### N`; workers > 1 splits the problems over forked
+    processes (one torch thread each)."""
+    if workers > 1:
+        import multiprocessing
+        global _EM_STATE
+        _EM_STATE = (model, fmt, eos_ids, max_new)
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            texts = pool.map(_em_one, probs, chunksize=4)
+    else:
+        texts = [_answer(model, fmt, p, eos_ids, max_new) for p in probs]
     ok, samples = 0, []
-    for p in probs:
-        gen = greedy(model, fmt.tok.encode(fmt.prompt(p["question"])), eos_ids, max_new)
-        text = fmt.tok.decode([g for g in gen if g not in eos_ids])
+    for p, text in zip(probs, texts):
         good = arith_data.final_answer(text) == arith_data.final_answer(p["answer"])
         ok += good
         if len(samples) < 3:
             samples.append((text, good))
     return ok / len(probs), samples
+
+
+_EM_STATE = None
+
+
+def _answer(model, fmt, p, eos_ids, max_new):
+    gen = greedy(model, fmt.tok.encode(fmt.prompt(p["question"])), eos_ids, max_new)
+    return fmt.tok.decode([g for g in gen if g not in eos_ids])
+
+
+def _em_one(p):
+    torch.set_num_threads(1)
+    model, fmt, eos_ids, max_new = _EM_STATE
+    return _answer(model, fmt, p, eos_ids, max_new)
 
 
 @torch.no_grad()
@@ -359,9 +386,11 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--vocab-size", type=int, default=2048)
     ap.add_argument("--index-topk", type=int, default=24)
-    ap.add_argument("--steps", type=int, default=1000)
-    ap.add_argument("--batch", type=int, default=4, help="packed sequences per step")
-    ap.add_argument("--seq-len", type=int, default=256)
+    ap.add_argument("--steps", type=int, default=2500, help="stage 1's lr schedule length")
+    ap.add_argument("--stop-after", type=int, default=1500,
+                    help="stage 1 stops after this many steps of its schedule")
+    ap.add_argument("--batch", type=int, default=8, help="packed sequences per step")
+    ap.add_argument("--seq-len", type=int, default=512)
     ap.add_argument("--text-frac", type=float, default=0.12)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=100)
@@ -370,13 +399,16 @@ def main():
     ap.add_argument("--indexer-weight", type=float, default=0.1)
     ap.add_argument("--dense-frac", type=float, default=0.1)
     ap.add_argument("--bias-gamma", type=float, default=1e-3)
-    ap.add_argument("--eval-every", type=int, default=200)
-    ap.add_argument("--eval-n", type=int, default=60)
+    ap.add_argument("--eval-every", type=int, default=500)
+    ap.add_argument("--eval-n", type=int, default=30)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--eval-workers", type=int, default=2,
+                    help="processes for the final held-out evaluation")
     ap.add_argument("--time-steps", type=int, default=0, help="only time N steps and exit")
-    ap.add_argument("--stage2-steps", type=int, default=600)
+    ap.add_argument("--stage2-steps", type=int, default=1000)
     ap.add_argument("--stage2-lr", type=float, default=1e-3)
-    ap.add_argument("--stage2-warmup", type=int, default=20)
+    ap.add_argument("--stage2-warmup", type=int, default=50)
+    ap.add_argument("--stage2-eval-every", type=int, default=250)
     ap.add_argument("--only-stage2", action="store_true",
                     help="run only stage 2, from the stage-1 checkpoint and train_log.json in --out")
     ap.add_argument("--card-only", action="store_true",
@@ -414,7 +446,7 @@ def main():
                eos_ids=eos_ids, log_path=log_path, t_start=t_start)
     if not a.final_only:
         if not a.only_stage2:
-            stage1 = argparse.Namespace(**{**vars(a), "step_offset": 0})
+            stage1 = argparse.Namespace(**{**vars(a), "step_offset": 0, "chain": False})
             log = {"train": [], "eval": [], "stages": []}
             if run_stage(stage1, init_params(cfg, a.seed), log, -1.0, env) == "timed":
                 return
@@ -423,7 +455,7 @@ def main():
             # lower peak lr, short warm-up, sparse attention throughout.
             with open(log_path) as f:
                 log = json.load(f)
-            done = sum(st["steps"] for st in log["stages"]) if log.get("stages") else a.steps
+            done = log["train"][-1]["step"] + 1
             log.setdefault("stages", [{"steps": a.steps, "lr": a.lr, "seed": a.seed}])
             log.setdefault("wall_s_before", log.get("wall_s", 0.0))
             w = load_file(os.path.join(a.out, "model.safetensors"))
@@ -433,7 +465,8 @@ def main():
             stage2 = argparse.Namespace(**{
                 **vars(a), "steps": a.stage2_steps, "lr": a.stage2_lr,
                 "warmup": a.stage2_warmup, "dense_frac": 0.0, "seed": a.seed + 100,
-                "step_offset": done})
+                "eval_every": a.stage2_eval_every, "stop_after": a.stage2_steps,
+                "step_offset": done, "chain": True})
             if run_stage(stage2, params, log, best, env) == "timed":
                 return
     final_report(a, cfg, cfgd, fmt, heldout, ho_text, eos_ids, log_path, t_start)
@@ -446,8 +479,10 @@ def run_stage(a, params, log, best, env):
     n_params = sum(v.numel() for v in params.values())
     print(f"stage from step {a.step_offset}: {a.steps} steps, lr {a.lr}, params {n_params}",
           flush=True)
-    log["stages"].append({"steps": a.steps, "lr": a.lr, "seed": a.seed,
-                          "warmup": a.warmup, "dense_frac": a.dense_frac})
+    ran = min(a.steps, a.stop_after or a.steps)
+    log["stages"].append({"steps": a.steps, "ran": ran, "lr": a.lr, "seed": a.seed,
+                          "warmup": a.warmup, "dense_frac": a.dense_frac,
+                          "format": "chain" if a.chain else "columns"})
     model = GlmMoeDsa(cfg, params)
     model.record_gaps = False
     model.detach_indexer_input = True
@@ -462,7 +497,7 @@ def run_stage(a, params, log, best, env):
     data = Batches(fmt, env["text_ids"], {p["key"] for p in heldout}, a)
     t0_log = log["train"][-1]["time"] if log["train"] else 0.0
     t_train = time.time()
-    for step in range(a.steps):
+    for step in range(ran):
         gstep = a.step_offset + step
         dense = step < a.dense_frac * a.steps
         for gparam in opt.param_groups:
@@ -491,7 +526,7 @@ def run_stage(a, params, log, best, env):
             print(f"step {gstep} lr {lr_at(step, a):.2e} main {s_main:.3f} mtp {s_mtp:.3f} "
                   f"kl {s_kl:.3f} gn {gn:.2f} maxload/mean {imb:.2f} "
                   f"{'dense' if dense else 'sparse'} {time.time() - t_train:.0f}s", flush=True)
-        if (step + 1) % a.eval_every == 0 or step + 1 == a.steps:
+        if (step + 1) % a.eval_every == 0 or step + 1 == ran:
             em_model = GlmMoeDsa(cfg, stored_weights(params))
             t0 = time.time()
             em, samples = exact_match(em_model, fmt, heldout[:a.eval_n], eos_ids)
@@ -523,7 +558,7 @@ def final_report(a, cfg, cfgd, fmt, heldout, ho_text, eos_ids, log_path, t_start
     w = load_file(os.path.join(a.out, "model.safetensors"))
     model = GlmMoeDsa(cfg, w)
     t0 = time.time()
-    em, samples = exact_match(model, fmt, heldout, eos_ids)
+    em, samples = exact_match(model, fmt, heldout, eos_ids, workers=a.eval_workers)
     arith_seqs = [fmt.example(p) for p in heldout[:200]]
     mtp_all = mtp_accuracy(model, [(i, [1] * len(i)) for i, _ in arith_seqs])
     mtp_ans = mtp_accuracy(model, arith_seqs)
@@ -582,18 +617,33 @@ def write_card(a):
     avg = lambda key, rows: sum(r[key] for r in rows) / max(1, len(rows))  # noqa: E731
     best = log.get("best_step", {})
     sizes = {n: os.path.getsize(os.path.join(d, n)) for n in CKPT_FILES}
+    with open(os.path.join(d, "tokenizer.json")) as f:
+        fmt = ChatFormat(bpe.Tokenizer(json.load(f)))
+    with open(HELDOUT_PATH) as f:
+        heldout = [json.loads(line) for line in f]
+    p_len = [len(fmt.tok.encode(fmt.prompt(p["question"]))) for p in heldout]
+    e_len = [len(fmt.example(p)[0]) for p in heldout]
     ev_rows = "\n".join(f"| {r['step']} | {r['exact_match']:.3f} | {r['time'] / 60:.1f} |"
                         for r in log["eval"])
     samples = "\n".join(f"    {t!r} -> {'correct' if ok else 'wrong'}"
                          for t, ok in res.get("samples", []))
     stages = log.get("stages", [])
+    s1 = stages[0] if stages else {}
+    stage1 = (f"the first {s1.get('ran', s1.get('steps'))} steps of a {s1.get('steps')}-step schedule"
+              f" (`--steps`, `--stop-after`), answers in the plain column format")
     stage2 = ""
     if len(stages) > 1:
         s2 = stages[1]
-        stage2 = (f" Stage 2 (`--stage2-*`): {s2['steps']} more steps from the stage-1 checkpoint"
-                  f" (its bf16 weights), fresh AdamW, lr {s2['lr']} with {s2.get('warmup')} warm-up"
-                  f" steps and cosine to 10%, sparse attention throughout, a new problem stream"
-                  f" (seed {s2['seed']}).")
+        stage2 = (f" Stage 2 (`--stage2-*`): {s2.get('ran', s2['steps'])} more steps from the"
+                  f" stage-1 checkpoint (its bf16 weights), fresh AdamW, lr {s2['lr']} with"
+                  f" {s2.get('warmup')} warm-up steps and cosine to 10%, sparse attention"
+                  f" throughout, a new problem stream (seed {s2['seed']}), answers in the"
+                  f" {s2.get('format', 'column')} format (each step's head carries the rest of the"
+                  f" expression: `59 - 54 + 61: …, so 59 - 54 + 61 = 5 + 61.` then `5 + 61: …`). Stage 1"
+                  f" had learned the column arithmetic (teacher-forced errors 0.03% on the column"
+                  f" digits) but not to find the next operand in the question (14% errors on"
+                  f" those digits, 3% exact match); the chain turns that lookup into copies from"
+                  f" a few tokens back.")
     card = f"""# glm-moe-dsa-arith-6m
 
 A tiny GlmMoeDsa (GLM-5-class: MLA + DSA indexer with IndexShare + DeepSeekMoE + one MTP layer)
@@ -620,7 +670,7 @@ four `mlp.gate.e_score_correction_bias` tensors (F32). The MTP layer is `model.l
 | layers | {cfg.num_hidden_layers} + 1 MTP; layer 0 dense (intermediate {cfg.intermediate_size}), layers 1–3 MoE |
 | hidden / heads | {cfg.hidden_size} / {cfg.num_attention_heads} |
 | MLA | q_lora {cfg.q_lora_rank}, kv_lora {cfg.kv_lora_rank}, qk nope {cfg.qk_nope_head_dim} + rope {cfg.qk_rope_head_dim}, v {cfg.v_head_dim} |
-| DSA indexer | {cfg.index_n_heads} heads × {cfg.index_head_dim}, **index_topk {cfg.index_topk}** (prompts are 35–45 tokens, problems 56–88: sparse attention is live), indexer_types {cfg.indexer_types} (IndexShare), MTP layer has its own |
+| DSA indexer | {cfg.index_n_heads} heads × {cfg.index_head_dim}, **index_topk {cfg.index_topk}** (held-out prompts are {min(p_len)}–{max(p_len)} tokens, whole problems with their answers {min(e_len)}–{max(e_len)}: sparse attention is live), indexer_types {cfg.indexer_types} (IndexShare), MTP layer has its own |
 | MoE | {cfg.n_routed_experts} routed experts (width {cfg.moe_intermediate_size}) top-{cfg.num_experts_per_tok}, 1 shared expert, sigmoid + noaux_tc, n_group 1, routed_scaling_factor {cfg.routed_scaling_factor} |
 | RoPE | interleaved, theta {cfg.rope_theta:g} (nested `rope_parameters`), max_position_embeddings {cfgd['max_position_embeddings']} |
 | vocab | {cfg.vocab_size}: 256 bytes + {cfg.vocab_size - 276} merges + 20 GLM specials (`<|endoftext|>` {cfgd['pad_token_id']}); eos {cfgd['eos_token_id']} |
@@ -639,7 +689,10 @@ and numbers always tokenize one digit per token (LLaMA/DeepSeek-style digit spli
 ## Data
 
 * Arithmetic: `tools/arith_data.py`, 9 templates of 2- and 3-step word problems (+/−), numbers
-  1–100, intermediate results 0–200, answers as GSM8K worked steps ending `#### N`. Rendered
+  1–100, intermediate results 0–200, answers as GSM8K-style worked steps ending `#### N`, each
+  operation worked column by column, ones digit first, with its carry or borrow
+  (`59 + 61: 9 + 1 = 10, 5 + 6 + 1 = 12, so 59 + 61 = 120.`), so that every generated digit is
+  one single-digit fact. Rendered
   with the chat template (10% with a system message):
   `[gMASK]<sop><|user|>Q<|assistant|></think>A<|endoftext|>`, loss on `A<|endoftext|>`.
   Held-out: `tests/data/arith/heldout.jsonl` (500 problems, GSM8K jsonl + `key`); the training
@@ -651,7 +704,7 @@ and numbers always tokenize one digit per token (LLaMA/DeepSeek-style digit spli
 
 ## Training
 
-`/usr/bin/python3 tools/train.py` (= `make train-model`), defaults: stage 1, {args.get('steps')} steps ×
+`/usr/bin/python3 tools/train.py` (= `make train-model`), defaults: stage 1, {stage1}, ×
 {args.get('batch')} packed sequences of {args.get('seq_len')} tokens, AdamW (β 0.9/0.95, wd
 {args.get('weight_decay')}), lr {args.get('lr')} with {args.get('warmup')} warm-up steps and cosine to 10%, grad clip 1,
 seed {args.get('seed')}. Loss = main CE + {args.get('mtp_weight')} × MTP CE (row t predicts token t+2 from
@@ -664,8 +717,8 @@ attention. MoE balance: aux-loss-free bias update, γ = {args.get('bias_gamma')}
 {args.get('eval_n')} held-out problems) and the best is written here.{stage2}
 
 Wall time: {log.get('wall_s', 0) / 60:.0f} min for the run ({last['time'] / 60:.0f} min of training steps, about
-{last['time'] / (last['step'] + 1):.1f} s/step) on one core of a shared, busy 2-core machine
-(torch.set_num_threads(1), nice 10). Checkpoint: step {best.get('step')}. Final 50-step mean
+{last['time'] / (last['step'] + 1):.1f} s/step) on one core of a 2-core machine that was building C++
+on the other (torch.set_num_threads(1), OPENBLAS_NUM_THREADS=1, nice 5). Checkpoint: step {best.get('step')}. Final 50-step mean
 losses: main {avg('main', tr[-50:]):.3f}, MTP {avg('mtp', tr[-50:]):.3f}, indexer KL {avg('kl', tr[-50:]):.3f}.
 
 ![loss curve](loss_curve.png)

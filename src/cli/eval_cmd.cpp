@@ -164,7 +164,7 @@ VerbRun SetupEval(CLI::App& app) {
   auto ari = std::make_shared<EvalArgs>();
   ari->task.task = "arith";
   ari->task.data = eval::DefaultArithData();
-  ari->task.sampling.max_tokens = 128;
+  ari->task.sampling.max_tokens = 256;  // the longest held-out answer is 194 tokens
   ari->task.output = "eval-arith.jsonl";
   ari->chat_template_kwargs = R"({"enable_thinking": false})";
   auto* r = ev->add_subcommand("arith", "The bundled model's 500 held-out arithmetic problems");
