@@ -50,12 +50,15 @@ fuzz: deps
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 # Regenerates the test checkpoints and golden fixtures with the PyTorch reference (not in CI:
-# needs Debian's python3-torch; CI uses the committed files).
+# needs Debian's python3-torch, installed by install-deps.sh --train; CI uses the committed files).
 reference-fixtures:
+	@scripts/install-deps.sh --train
 	/usr/bin/python3 tools/make_fixtures.py
 
-# Trains the bundled model under models/ (PyTorch on Debian's python3; not in CI).
+# Trains the bundled model under models/ (PyTorch on Debian's python3; not in CI): ~80 min on
+# one core (stage 1 then stage 2; MODEL_CARD.md).
 train-model:
+	@scripts/install-deps.sh --train
 	/usr/bin/python3 tools/train.py
 
 clean:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every build, test and run dependency of mxserve from Debian 12 packages (apt-get only).
 # Idempotent: when everything is present it returns in well under a second.
+#   scripts/install-deps.sh [--train]
 set -euo pipefail
 
 PKGS=(
@@ -13,6 +14,13 @@ PKGS=(
   curl jq nodejs  # jq: the curl-driven server test (tests/server/curl_test.sh)
   chromium fonts-dejavu-core  # the web page's browser test (tests/webui)
 )
+
+# `install-deps.sh --train`: also what tools/train.py and the reference need (make train-model,
+# make reference-fixtures), never CI. OpenBLAS: without it Debian's torch multiplies ~50x slower.
+if [ "${1:-}" = "--train" ]; then
+  PKGS+=(python3-torch python3-numpy python3-regex python3-jinja2 python3-matplotlib
+         libopenblas0-pthread)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
