@@ -1,4 +1,4 @@
-// A non-owning reference to a callable (like LLVM's function_ref).
+// FunctionRef: a non-owning reference to a callable.
 #pragma once
 
 #include <memory>

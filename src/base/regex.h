@@ -8,11 +8,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
-
 #include <vector>
-#include "base/status.h"
 
 #include "base/function_ref.h"
+#include "base/status.h"
 
 namespace mx {
 

@@ -1,13 +1,13 @@
 // Per-tensor format detection and the missing / unexpected / mis-shaped check.
 #include "model/checkpoint_check.h"
 
-#include <charconv>
 #include <unordered_set>
 
 #include <fmt/format.h>
 
 #include "base/regex.h"
 #include "model/kv_scales.h"
+#include "model/tensor_plan.h"
 
 namespace mx {
 
@@ -109,21 +109,18 @@ CheckpointReport CheckCheckpoint(const ModelConfig& config, const std::vector<Te
     r.matches.push_back(m);
   }
   static const Regex kIndexer =
-      Regex::Compile(R"(model\.layers\.(\d+)\.self_attn\.indexer\..*)").value();
+      Regex::Compile(R"(model\.layers\.\d+\.self_attn\.indexer\..*)").value();
   for (const TensorView* v : ckpt.tensors()) {
     if (consumed.count(v->name)) continue;
     if (IsKvScaleTensor(v->name, config)) {
       r.kv_scales.push_back(v->name);
       continue;
     }
-    std::vector<std::string_view> g;
-    int64_t layer = -1;
-    if (config.has_indexer && kIndexer.FullMatch(v->name, &g) &&
-        std::from_chars(g[0].data(), g[0].data() + g[0].size(), layer).ec == std::errc()) {
-      if (layer < config.num_hidden_layers && !config.is_full_indexer_layer(layer)) {
-        r.ignored.push_back(v->name);
-        continue;
-      }
+    const int64_t layer =
+        config.has_indexer && kIndexer.FullMatch(v->name) ? LayerOfTensor(v->name) : -1;
+    if (layer >= 0 && layer < config.num_hidden_layers && !config.is_full_indexer_layer(layer)) {
+      r.ignored.push_back(v->name);
+      continue;
     }
     r.unexpected.push_back(v->name);
   }

@@ -2,12 +2,12 @@
 #include "model/kv_scales.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 
 #include "base/numerics.h"
 #include "base/regex.h"
+#include "model/tensor_plan.h"
 
 namespace mx {
 
@@ -17,15 +17,11 @@ namespace {
 // not fit an int64).
 int64_t ScaleLayer(const std::string& name) {
   static const Regex re =
-      Regex::Compile(R"(model\.layers\.(\d+)\.self_attn\.(attn\.k_scale|k_scale|)"
+      Regex::Compile(R"(model\.layers\.\d+\.self_attn\.(attn\.k_scale|k_scale|)"
                      R"(attn\.kv_scale|kv_scale|kv_a_proj_with_mqa\.output_scale|)"
                      R"(attn\.v_scale|v_scale))")
           .value();
-  std::vector<std::string_view> g;
-  if (!re.FullMatch(name, &g)) return -1;
-  int64_t layer = -1;
-  const auto [end, ec] = std::from_chars(g[0].data(), g[0].data() + g[0].size(), layer);
-  return ec == std::errc() ? layer : -1;
+  return re.FullMatch(name) ? LayerOfTensor(name) : -1;
 }
 
 int64_t NumLayers(const ModelConfig& c) {

@@ -2,6 +2,8 @@
 // (../shared/reference/glm-moe-dsa.md §2).
 #include "model/tensor_plan.h"
 
+#include <charconv>
+
 #include <fmt/format.h>
 
 namespace mx {
@@ -140,6 +142,17 @@ KvCacheSize KvCacheBytes(const ModelConfig& c) {
   k.mtp_values_per_token =
       c.num_nextn_predict_layers > 0 ? k.mla_values_per_layer + k.indexer_values_per_layer : 0;
   return k;
+}
+
+int64_t LayerOfTensor(std::string_view name) {
+  constexpr std::string_view kPrefix = "model.layers.";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return -1;
+  const char* first = name.data() + kPrefix.size();
+  const char* last = name.data() + name.size();
+  int64_t layer = -1;
+  const auto [end, ec] = std::from_chars(first, last, layer);
+  if (ec != std::errc() || end == first || end == last || *end != '.' || layer < 0) return -1;
+  return layer;
 }
 
 }  // namespace mx

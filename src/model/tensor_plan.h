@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/dtype.h"
@@ -41,6 +42,10 @@ struct TensorSpec {
 };
 
 std::vector<TensorSpec> ExpectedTensors(const ModelConfig& c);
+
+// L of a checkpoint name "model.layers.L.<rest>", or -1 when `name` has no such prefix or L
+// does not fit an int64 (names come from files: never an exception).
+int64_t LayerOfTensor(std::string_view name);
 
 struct ParamSummary {
   std::array<int64_t, kNumTensorCategories> params{};

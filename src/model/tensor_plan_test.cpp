@@ -20,6 +20,17 @@ ModelConfig Load(const char* name) {
 
 int64_t Param(const ParamSummary& s, TensorCategory c) { return s.params[static_cast<int>(c)]; }
 
+TEST(TensorPlan, LayerOfTensor) {
+  EXPECT_EQ(LayerOfTensor("model.layers.0.mlp.gate.weight"), 0);
+  EXPECT_EQ(LayerOfTensor("model.layers.78.self_attn.indexer.wk.weight"), 78);
+  EXPECT_EQ(LayerOfTensor("model.embed_tokens.weight"), -1);
+  EXPECT_EQ(LayerOfTensor("model.layers.x.mlp"), -1);
+  EXPECT_EQ(LayerOfTensor("model.layers.12"), -1);  // no '.' after the number
+  EXPECT_EQ(LayerOfTensor("model.layers.-3.mlp"), -1);
+  EXPECT_EQ(LayerOfTensor("model.layers.99999999999999999999999.mlp"), -1);  // past int64
+  EXPECT_EQ(LayerOfTensor("lm_head.weight"), -1);
+}
+
 TEST(TensorPlan, Glm52Figures) {
   ModelConfig c = Load("glm-5.2.json");
   ASSERT_GT(c.num_hidden_layers, 0);
