@@ -43,9 +43,8 @@ constexpr KernelTable kRefTable = {
     .gemm_mxfp4 = ref::GemmMxfp4,
 };
 
-// The AVX2 table with its MXFP4 kernel; the avx512 level is the same table with the
-// AVX-512 VNNI MXFP4 kernel and, where the CPU has AVX512_BF16, the vdpbf16ps bf16 GEMM (the
-// other entries have no AVX-512 versions yet).
+// The AVX2 table with its MXFP4 kernel; the AVX-512 table with the AVX-512 VNNI MXFP4 kernel
+// and, where the CPU has AVX512_BF16, the vdpbf16ps bf16 GEMM.
 const KernelTable& Avx2WithMxfp4() {
   static const KernelTable t = [] {
     KernelTable k = Avx2KernelTable();
@@ -57,8 +56,7 @@ const KernelTable& Avx2WithMxfp4() {
 
 const KernelTable& Avx512WithMxfp4() {
   static const KernelTable t = [] {
-    KernelTable k = Avx2WithMxfp4();
-    k.level = KernelLevel::kAvx512;
+    KernelTable k = Avx512KernelTable();
     k.gemm_mxfp4 = avx512::GemmMxfp4;
     if (GetCpuFeatures().avx512bf16) k.gemm_bf16 = avx512::GemmBf16Dot;
     return k;

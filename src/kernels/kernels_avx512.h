@@ -1,10 +1,20 @@
 // AVX-512 kernels. Compiled with the AVX-512 flags (mx_module: *_avx512.cpp); call only through
 // the table, which GetKernelTable hands out only on CPUs with the features each entry needs.
+// ops_avx512.cpp: every entry on AVX-512 F/BW/DQ/VL; kernels_avx512.cpp: the bf16 GEMM on
+// AVX512_BF16; mxfp4_avx512.cpp: the MXFP4 GEMM on VNNI + VBMI.
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/kernels.h"
+
+namespace mx {
+
+// The level's table without its MXFP4 entry: 16-lane GEMMs (bf16 weights widened to fp32),
+// RMSNorm, softmax, RoPE, top-k, SwiGLU and attention.
+const KernelTable& Avx512KernelTable();
+
+}  // namespace mx
 
 namespace mx::avx512 {
 

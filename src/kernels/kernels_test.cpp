@@ -22,6 +22,10 @@ namespace {
 constexpr double kGemmTol = 2e-4;
 constexpr double kNormTol = 1e-5;
 constexpr double kSoftmaxTol = 1e-6;
+// A vector exp within a few ulp of std::exp: relative error of e.g. SwiGLU's SiLU.
+constexpr double kExpRelTol = 1e-6;
+// RoPE: two products of N(0,1)·[-1,1] and a sum, in fp32 (fused or not).
+constexpr double kRopeTol = 1e-6;
 // attend: scores are fp32 dots of ≤ 600 products of N(0,1)·N(0,1)/sqrt(d) scale, the output a
 // convex combination of N(0,1) values.
 constexpr double kAttendTol = 2e-5;
@@ -270,6 +274,75 @@ TEST(Kernels, TopKTieRuleLowerIndexFirst) {
     std::vector<int32_t> out(5, -7);
     kt->topk(s.data(), 7, 5, out.data());
     EXPECT_EQ(out, (std::vector<int32_t>{3, 1, 4, 0, 2}));
+  }
+}
+
+// The vector softmax / SwiGLU / RoPE / RMSNorm / top-k of each level against float64 (top-k:
+// against ref, exactly) on fresh random inputs, at lengths that leave every kind of tail.
+TEST(Kernels, ElementwiseKernelsMatchFloat64AtEveryLength) {
+  const KernelTable& ref = *GetKernelTable(KernelLevel::kRef);
+  std::mt19937 rng(77);
+  for (const KernelTable* kt : Levels()) {
+    const char* lv = KernelLevelName(kt->level);
+    for (int64_t n : {1, 2, 15, 16, 17, 31, 33, 64, 100, 1000}) {
+      // softmax over a wide range (scores up to ±40), with -inf entries where n allows
+      auto x = Randn(n, 100 + n);
+      for (auto& v : x) v *= 15.0f;
+      if (n > 3) x[n / 2] = x[1] = -std::numeric_limits<float>::infinity();
+      auto y = x;
+      kt->softmax(y.data(), n);
+      double mx = -1e300, sum = 0;
+      for (float v : x) mx = std::max(mx, double(v));
+      for (float v : x) sum += std::exp(double(v) - mx);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(y[i], std::exp(double(x[i]) - mx) / sum, kSoftmaxTol) << lv << " n=" << n;
+      }
+      // SwiGLU: gates across the whole exp range, relative error
+      auto g = Randn(n, 200 + n), u = Randn(n, 300 + n);
+      for (auto& v : g) v *= 30.0f;
+      std::vector<float> o(n, NAN);
+      kt->swiglu(g.data(), u.data(), n, o.data());
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = g[i] / (1 + std::exp(-double(g[i]))) * u[i];
+        ASSERT_NEAR(o[i], want, kExpRelTol * std::fabs(want) + 1e-30) << lv << " g=" << g[i];
+      }
+      // RMSNorm in place (y aliases x)
+      auto r = Randn(n, 400 + n), w = Randn(n, 500 + n);
+      double ss = 0;
+      for (float v : r) ss += double(v) * v;
+      const double inv = 1.0 / std::sqrt(ss / n + 1e-6);
+      auto rn = r;
+      kt->rms_norm(rn.data(), w.data(), 1e-6f, n, rn.data());
+      for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(rn[i], w[i] * r[i] * inv, kNormTol) << lv;
+      // RoPE, both layouts, d = 2n
+      const int64_t d = 2 * n;
+      auto q = Randn(d, 600 + n), ang = Randn(n, 700 + n);
+      std::vector<float> c(n), sn(n);
+      for (int64_t j = 0; j < n; ++j) c[j] = std::cos(ang[j]), sn[j] = std::sin(ang[j]);
+      for (bool inter : {true, false}) {
+        auto z = q;
+        kt->rope(z.data(), d, c.data(), sn.data(), inter);
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t a = inter ? 2 * j : j, b = inter ? 2 * j + 1 : j + n;
+          ASSERT_NEAR(z[a], double(q[a]) * c[j] - double(q[b]) * sn[j], kRopeTol) << lv;
+          ASSERT_NEAR(z[b], double(q[a]) * sn[j] + double(q[b]) * c[j], kRopeTol) << lv;
+        }
+      }
+    }
+    // top-k: scores on a coarse grid (many ties), some -inf, every k, equal to ref exactly
+    for (int64_t n : {1, 7, 16, 40, 257, 3000}) {
+      std::uniform_int_distribution<int> grid(-20, 20);
+      std::vector<float> s(n);
+      for (auto& v : s) v = grid(rng) * 0.25f;
+      for (int64_t i = 0; i < n; i += 11) s[i] = -std::numeric_limits<float>::infinity();
+      for (int64_t k :
+           {int64_t{1}, std::min<int64_t>(n, 2), std::min<int64_t>(n, 8), n / 2 + 1, n}) {
+        std::vector<int32_t> want(k), got(k, -7);
+        ref.topk(s.data(), n, k, want.data());
+        kt->topk(s.data(), n, k, got.data());
+        ASSERT_EQ(got, want) << lv << " n=" << n << " k=" << k;
+      }
+    }
   }
 }
 
