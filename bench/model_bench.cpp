@@ -12,6 +12,7 @@
 //   model_bench [dir=/tmp/mxserve-bench-scale] [threads=0] [repeats=3] [steps=8]
 //               [config=../shared/configs/bench-scale.json] [batches=1,8,32] [prefill=512]
 //               [context=128] [mxfp4=1] [tuned=1 (the MoE config from configs/moe/; 0: default)]
+//               [spin_us=200 (how long idle pool workers poll before sleeping; 0: sleep at once)]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -151,6 +152,7 @@ int main(int argc, char** argv) {
       {"context", "128"},
       {"mxfp4", "1"},
       {"tuned", "1"},
+      {"spin_us", std::to_string(mx::ThreadPool::kDefaultSpinUs)},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
@@ -177,7 +179,7 @@ int main(int argc, char** argv) {
       Die(s.status().ToString());
     }
   }
-  mx::ThreadPool pool(std::stoi(a["threads"]));
+  mx::ThreadPool pool(std::stoi(a["threads"]), std::stoi(a["spin_us"]));
   const mx::KernelTable& kt = mx::SelectKernels();
   const int repeats = std::stoi(a["repeats"]);
   // Ceilings: read bandwidth, and the kernels' bf16 GEMM rate at a prefill-like shape.

@@ -1,9 +1,11 @@
 // ThreadPool: generation-counted start signal, countdown completion.
 #include "base/thread_pool.h"
 
+#include <immintrin.h>
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace mx {
 
@@ -20,43 +22,65 @@ int ThreadPool::HardwareThreads() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads > 0 ? n_threads : HardwareThreads()) {
+ThreadPool::ThreadPool(int n_threads, int spin_us)
+    : n_threads_(n_threads > 0 ? n_threads : HardwareThreads()), spin_us_(std::max(spin_us, 0)) {
   for (int w = 1; w < n_threads_; ++w) workers_.emplace_back([this, w] { WorkerLoop(w); });
 }
 
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   start_cv_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
 namespace {
+
 void RangeOf(int64_t begin, int64_t end, int parts, int index, int64_t* lo, int64_t* hi) {
   const int64_t n = end - begin;
   const int64_t base = n / parts, rem = n % parts;
   *lo = begin + index * base + std::min<int64_t>(index, rem);
   *hi = *lo + base + (index < rem ? 1 : 0);
 }
+
+// Polls `done` for up to `us` microseconds (the clock is read every 64 polls); true if it held.
+template <typename Pred>
+bool SpinUntil(int us, Pred done) {
+  if (us <= 0) return done();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    _mm_pause();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) return done();
+  }
+}
+
 }  // namespace
 
 void ThreadPool::WorkerLoop(int worker) {
   uint64_t seen = 0;
+  const auto called = [&] {
+    return stop_.load(std::memory_order_acquire) ||
+           generation_.load(std::memory_order_acquire) != seen;
+  };
   for (;;) {
-    std::unique_lock<std::mutex> lock(mu_);
-    start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-    if (stop_) return;
-    seen = generation_;
-    const auto* fn = fn_;
-    const int64_t b = begin_, e = end_;
-    lock.unlock();
+    if (!SpinUntil(spin_us_, called)) {
+      std::unique_lock<std::mutex> lock(mu_);
+      start_cv_.wait(lock, called);
+    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
     int64_t lo, hi;
-    RangeOf(b, e, n_threads_, worker, &lo, &hi);
-    if (lo < hi) (*fn)(lo, hi, worker);
-    lock.lock();
-    if (--pending_ == 0) done_cv_.notify_one();
+    RangeOf(begin_, end_, n_threads_, worker, &lo, &hi);
+    if (lo < hi) (*fn_)(lo, hi, worker);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // The caller may be between its predicate check and its wait: taking mu_ orders this
+      // notify after either.
+      { std::lock_guard<std::mutex> lock(mu_); }
+      done_cv_.notify_one();
+    }
   }
 }
 
@@ -68,20 +92,21 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end,
     return;
   }
   std::lock_guard<std::mutex> call_lock(call_mu_);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    fn_ = &fn;
-    begin_ = begin;
-    end_ = end;
-    pending_ = n_threads_ - 1;
-    ++generation_;
-  }
+  fn_ = &fn;
+  begin_ = begin;
+  end_ = end;
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
+  { std::lock_guard<std::mutex> lock(mu_); }  // a worker about to sleep sees the new generation
   start_cv_.notify_all();
   int64_t lo, hi;
   RangeOf(begin, end, n_threads_, 0, &lo, &hi);
   if (lo < hi) fn(lo, hi, 0);
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return pending_ == 0; });
+  const auto all_done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!SpinUntil(spin_us_, all_done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, all_done);
+  }
   fn_ = nullptr;
 }
 

@@ -1,8 +1,13 @@
 // A fixed pool of worker threads with a static-range parallel_for. The calling thread takes
 // part as worker 0, so a pool of size 1 runs everything inline with no threads at all.
+// A decode step makes hundreds of short parallel_for calls (one per GEMM), so waking a sleeping
+// worker (a futex round trip, tens of µs) would cost a large share of it: after each call the
+// workers, and the caller waiting for them, spin on atomics for up to `spin_us` before they
+// block on the condition variables.
 // Thread-safety: one parallel_for at a time per pool (calls from several threads serialize).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -15,7 +20,8 @@ namespace mx {
 class ThreadPool {
  public:
   // n_threads <= 0 means one per core this process may run on (its CPU affinity).
-  explicit ThreadPool(int n_threads = 0);
+  // spin_us: how long an idle worker polls for the next call before it sleeps.
+  explicit ThreadPool(int n_threads = 0, int spin_us = kDefaultSpinUs);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -28,19 +34,23 @@ class ThreadPool {
                     const std::function<void(int64_t lo, int64_t hi, int worker)>& fn);
 
   static int HardwareThreads();
+  static constexpr int kDefaultSpinUs = 200;
 
  private:
   void WorkerLoop(int worker);
 
   int n_threads_;
+  int spin_us_;
   std::vector<std::thread> workers_;
   std::mutex call_mu_;  // serializes parallel_for callers
+  // The call's range and function are written before generation_ is bumped (release) and read
+  // after it is seen (acquire). mu_ only pairs the condition variables with their predicates.
   std::mutex mu_;
   std::condition_variable start_cv_;
   std::condition_variable done_cv_;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
   int64_t begin_ = 0, end_ = 0;
   const std::function<void(int64_t, int64_t, int)>* fn_ = nullptr;
 };

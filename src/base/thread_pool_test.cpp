@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <random>
+#include <thread>
 #include <vector>
 
 namespace mx {
@@ -54,6 +56,27 @@ TEST(ThreadPool, ConcurrentCallersSerialize) {
   }
   for (auto& t : callers) t.join();
   EXPECT_EQ(total.load(), 4 * 100 * 100);
+}
+
+// Calls that find the workers spinning, calls that find them asleep (spin 0, and spin 200 µs
+// with pauses longer than that between calls), and calls back to back: every one runs every
+// worker's range once and returns only after all of them (a lost wake-up would hang here,
+// a missed completion would show as a short count).
+TEST(ThreadPool, WakesSpinningAndSleepingWorkers) {
+  for (int spin_us : {0, 200, 100000}) {
+    ThreadPool pool(3, spin_us);
+    for (int rep = 0; rep < 300; ++rep) {
+      std::atomic<int64_t> total{0};
+      std::atomic<int> ran{0};
+      pool.parallel_for(0, 30, [&](int64_t lo, int64_t hi, int) {
+        total += hi - lo;
+        ran++;
+      });
+      ASSERT_EQ(total.load(), 30) << "spin " << spin_us << " rep " << rep;
+      ASSERT_EQ(ran.load(), 3);
+      if (rep % 50 == 49) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+  }
 }
 
 }  // namespace
