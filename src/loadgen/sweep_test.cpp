@@ -107,8 +107,8 @@ TEST(Sweep, EndToEndFindsTheMockServersCapacity) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_EQ(r->points.size(), 3u);
     if (r->points[0].sustained && r->points[1].sustained) break;
-    std::cerr << "sweep attempt " << attempt << " not sustained: " << r->points[0].verdict
-              << " | " << r->points[1].verdict << "\n";
+    std::cerr << "sweep attempt " << attempt << " not sustained: " << r->points[0].verdict << " | "
+              << r->points[1].verdict << "\n";
     r = RunSweep(c);
   }
   ASSERT_TRUE(r.ok()) << r.status().ToString();
