@@ -19,7 +19,11 @@ namespace mx {
 
 namespace {
 
-constexpr int64_t kChunk = 32;  // bf16 elements per 512-bit vector
+constexpr int64_t kChunk = 32;
+// A single activation row (decode) streams W from memory: each W row is prefetched this many
+// elements (512 bytes) ahead. model_bench bf16 decode, batch 1, 3 rounds side by side: 22.6–34.6
+// tok/s without, 32.4–37.4 with (1, 2 and 4 KB ahead were no better).
+constexpr int64_t kGemvPrefetch = 256;  // bf16 elements per 512-bit vector
 
 // The activations of one call as bf16 hi / mid / lo parts, rows padded with zeros to whole
 // chunks.
@@ -77,6 +81,9 @@ inline void MicroKernel(const SplitX& s, int64_t row, const uint16_t* w, int64_t
     const __mmask32 mk = k - t >= kChunk ? ~__mmask32(0) : __mmask32((uint64_t{1} << (k - t)) - 1);
     __m512bh wv[NR];
     for (int j = 0; j < NR; ++j) {
+      if constexpr (MR == 1) {
+        _mm_prefetch(reinterpret_cast<const char*>(w + j * ldw + t + kGemvPrefetch), _MM_HINT_T0);
+      }
       wv[j] = reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(mk, w + j * ldw + t));
     }
     for (int i = 0; i < MR; ++i) {

@@ -63,7 +63,12 @@ inline void MicroKernel(const float* x, int64_t ldx, const W* w, int64_t ldw, fl
   for (int64_t t = 0; t < k; t += 16) {
     const __mmask16 mk = TailMask(k - t);
     __m512 wv[NR];
-    for (int j = 0; j < NR; ++j) wv[j] = LoadW(w + j * ldw + t, mk);
+    for (int j = 0; j < NR; ++j) {
+      if constexpr (MR == 1) {  // decode streams W: 512 bytes ahead, as kernels_avx512.cpp
+        _mm_prefetch(reinterpret_cast<const char*>(w + j * ldw + t) + 512, _MM_HINT_T0);
+      }
+      wv[j] = LoadW(w + j * ldw + t, mk);
+    }
     for (int i = 0; i < MR; ++i) {
       const __m512 xv = _mm512_maskz_loadu_ps(mk, x + i * ldx + t);
       for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
