@@ -180,7 +180,15 @@ void Rope(float* x, int64_t d, const float* cos, const float* sin, bool interlea
   const int64_t half = d / 2;
   if (interleave) {
     const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
-    for (int64_t j = 0; j < half; j += 8) {
+    int64_t j = 0;
+    for (; j + 8 <= half; j += 8) {
+      const __m512 c = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_loadu_ps(cos + j)));
+      const __m512 s = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_loadu_ps(sin + j)));
+      const __m512 v = _mm512_loadu_ps(x + 2 * j);
+      const __m512 swapped = _mm512_permute_ps(v, 0xB1);
+      _mm512_storeu_ps(x + 2 * j, _mm512_fmaddsub_ps(v, c, _mm512_mul_ps(swapped, s)));
+    }
+    for (; j < half; j += 8) {
       const int64_t pairs = std::min<int64_t>(8, half - j);
       const __mmask16 m8 = TailMask(pairs), m16 = TailMask(2 * pairs);
       const __m512 c = _mm512_permutexvar_ps(dup, _mm512_maskz_loadu_ps(m8, cos + j));
@@ -191,7 +199,14 @@ void Rope(float* x, int64_t d, const float* cos, const float* sin, bool interlea
     }
     return;
   }
-  for (int64_t j = 0; j < half; j += 16) {
+  int64_t j = 0;
+  for (; j + 16 <= half; j += 16) {
+    const __m512 c = _mm512_loadu_ps(cos + j), s = _mm512_loadu_ps(sin + j);
+    const __m512 a = _mm512_loadu_ps(x + j), b = _mm512_loadu_ps(x + j + half);
+    _mm512_storeu_ps(x + j, _mm512_fmsub_ps(a, c, _mm512_mul_ps(b, s)));
+    _mm512_storeu_ps(x + j + half, _mm512_fmadd_ps(a, s, _mm512_mul_ps(b, c)));
+  }
+  for (; j < half; j += 16) {
     const __mmask16 mk = TailMask(half - j);
     const __m512 c = _mm512_maskz_loadu_ps(mk, cos + j), s = _mm512_maskz_loadu_ps(mk, sin + j);
     const __m512 a = _mm512_maskz_loadu_ps(mk, x + j);
