@@ -1,11 +1,15 @@
 // AVX2 + FMA kernels (see kernels_avx2.h). Error budget vs ref: same fp32 products, different
-// summation order (8 lanes, then a horizontal sum): kernels_test.cpp's kGemmTol.
+// summation order (8 lanes, then a horizontal sum): kernels_test.cpp's kGemmTol; exp within
+// 2 ulp of std::exp (kExpRelTol).
 #include "kernels/kernels_avx2.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
 
 #include "kernels/kernels_ref.h"
 
@@ -142,6 +146,147 @@ inline float Dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
+// e^x for 8 lanes: x = n·ln2 + r, e^r by the Cephes degree-6 polynomial (≤ 2 ulp), 2^n built
+// in the exponent field. x is clamped to [-87.3, 88.3] (n stays a normal exponent) and lanes
+// below -87.3 give 0, as e^x underflows there; -inf → 0, NaN stays NaN (min/max return their
+// second operand when one is NaN, and x is passed second).
+inline __m256 Exp(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.33654f);
+  const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+  x = _mm256_min_ps(_mm256_set1_ps(88.3f), x);
+  x = _mm256_max_ps(lo, x);
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_andnot_ps(underflow, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+}
+
+inline float HorizontalMax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+// The lanes past a whole number of vectors go through the scalar formula (std::exp).
+void Softmax(float* x, int64_t n) {
+  const int64_t n8 = n & ~int64_t{7};
+  __m256 vm = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t i = 0; i < n8; i += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(x + i));
+  float mx = HorizontalMax(vm);
+  for (int64_t i = n8; i < n; ++i) mx = std::max(mx, x[i]);
+  const __m256 vmax = _mm256_set1_ps(mx);
+  __m256 vsum = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n8; i += 8) {
+    const __m256 e = Exp(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax));
+    _mm256_storeu_ps(x + i, e);
+    vsum = _mm256_add_ps(vsum, e);
+  }
+  float sum = HorizontalSum(vsum);
+  for (int64_t i = n8; i < n; ++i) sum += (x[i] = std::exp(x[i] - mx));
+  const float inv = 1.0f / sum;
+  const __m256 vinv = _mm256_set1_ps(inv);
+  for (int64_t i = 0; i < n8; i += 8)
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+  for (int64_t i = n8; i < n; ++i) x[i] *= inv;
+}
+
+// Every element through the same vector formula (the tail by masked loads and stores), so a
+// column slice of a row gives the same bits as the whole row (the MoE splits SwiGLU so).
+void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const auto silu_up = [&](__m256 g, __m256 u) {
+    const __m256 e = Exp(_mm256_sub_ps(_mm256_setzero_ps(), g));
+    return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), u);
+  };
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(out + i, silu_up(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  }
+  if (i < n) {
+    const __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_maskstore_ps(out + i, mk,
+                        silu_up(_mm256_maskload_ps(gate + i, mk), _mm256_maskload_ps(up + i, mk)));
+  }
+}
+
+// Interleaved: 4 pairs per vector, cos / sin duplicated into both lanes of a pair, the pair
+// swapped, vfmaddsub (a·c − b·s even, b·c + a·s odd). NeoX: 8 of each half at a time. Pairs
+// past the last whole vector: the ref formula.
+void Rope(float* x, int64_t d, const float* cos, const float* sin, bool interleave) {
+  const int64_t half = d / 2;
+  int64_t j = 0;
+  if (interleave) {
+    const __m256i dup = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+    for (; j + 4 <= half; j += 4) {
+      const __m256 c = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(cos + j)), dup);
+      const __m256 s = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(sin + j)), dup);
+      const __m256 v = _mm256_loadu_ps(x + 2 * j);
+      const __m256 swapped = _mm256_permute_ps(v, 0xB1);
+      _mm256_storeu_ps(x + 2 * j, _mm256_fmaddsub_ps(v, c, _mm256_mul_ps(swapped, s)));
+    }
+  } else {
+    for (; j + 8 <= half; j += 8) {
+      const __m256 c = _mm256_loadu_ps(cos + j), s = _mm256_loadu_ps(sin + j);
+      const __m256 a = _mm256_loadu_ps(x + j), b = _mm256_loadu_ps(x + j + half);
+      _mm256_storeu_ps(x + j, _mm256_fmsub_ps(a, c, _mm256_mul_ps(b, s)));
+      _mm256_storeu_ps(x + j + half, _mm256_fmadd_ps(a, s, _mm256_mul_ps(b, c)));
+    }
+  }
+  for (; j < half; ++j) {
+    float* a = interleave ? &x[2 * j] : &x[j];
+    float* b = interleave ? &x[2 * j + 1] : &x[j + half];
+    const float x0 = *a, x1 = *b;
+    *a = x0 * cos[j] - x1 * sin[j];
+    *b = x0 * sin[j] + x1 * cos[j];
+  }
+}
+
+// As the AVX-512 top-k (ops_avx512.cpp): a heap of the k best so far whose top is the worst
+// kept; later scores (higher indices) enter only if strictly above it, compared 8 at a time.
+void TopK(const float* scores, int64_t n, int64_t k, int32_t* out) {
+  if (k <= 0) return;
+  using Entry = std::pair<float, int32_t>;
+  const auto better = [](const Entry& a, const Entry& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  };
+  thread_local std::vector<Entry> heap;
+  heap.clear();
+  for (int64_t i = 0; i < k; ++i) heap.emplace_back(scores[i], static_cast<int32_t>(i));
+  std::make_heap(heap.begin(), heap.end(), better);
+  float thr = heap.front().first;
+  const auto offer = [&](int64_t i) {
+    if (!(scores[i] > thr)) return;
+    std::pop_heap(heap.begin(), heap.end(), better);
+    heap.back() = {scores[i], static_cast<int32_t>(i)};
+    std::push_heap(heap.begin(), heap.end(), better);
+    thr = heap.front().first;
+  };
+  int64_t i = k;
+  for (; i + 8 <= n; i += 8) {
+    unsigned gt = static_cast<unsigned>(_mm256_movemask_ps(
+        _mm256_cmp_ps(_mm256_loadu_ps(scores + i), _mm256_set1_ps(thr), _CMP_GT_OQ)));
+    while (gt != 0) {
+      offer(i + __builtin_ctz(gt));
+      gt &= gt - 1;
+    }
+  }
+  for (; i < n; ++i) offer(i);
+  std::sort(heap.begin(), heap.end(), better);
+  for (int64_t t = 0; t < k; ++t) out[t] = heap[t].second;
+}
+
 // Scores by vector dot products, softmax, then out += p_t · v[t] eight lanes at a time.
 void Attend(const float* qa, const float* qb, int64_t da, int64_t db, const float* const* ka,
             const float* const* kb, const float* const* v, int64_t dv, int64_t n, float scale,
@@ -149,7 +294,7 @@ void Attend(const float* qa, const float* qb, int64_t da, int64_t db, const floa
   for (int64_t t = 0; t < n; ++t) {
     scratch[t] = (Dot(qa, ka[t], da) + Dot(qb, kb[t], db)) * scale;
   }
-  ref::Softmax(scratch, n);
+  Softmax(scratch, n);
   const int64_t d8 = dv & ~int64_t{7};
   std::fill(out, out + dv, 0.0f);
   for (int64_t t = 0; t < n; ++t) {
@@ -168,10 +313,10 @@ constexpr KernelTable kAvx2Table = {
     .gemm_bf16 = GemmBf16,
     .gemm_f32 = GemmF32,
     .rms_norm = RmsNorm,
-    .softmax = ref::Softmax,
-    .rope = ref::Rope,
-    .topk = ref::TopK,
-    .swiglu = ref::SwiGlu,
+    .softmax = Softmax,
+    .rope = Rope,
+    .topk = TopK,
+    .swiglu = SwiGlu,
     .attend = Attend,
 };
 
