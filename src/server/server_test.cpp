@@ -12,7 +12,10 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <cstring>
+#include <new>
 #include <thread>
+#include <utility>
 
 #include "server/fake_engine_test_util.h"
 #include "server/webui.h"
@@ -24,6 +27,29 @@ using Json = nlohmann::ordered_json;
 using testing::FakeEngine;
 
 const std::string kModelDir = std::string(MX_SOURCE_DIR) + "/models/glm-moe-dsa-arith-6m";
+
+// Debian's cpp-httplib is compiled with OpenSSL / zlib / brotli support; a header compiled
+// without the same macros declares smaller classes than the library constructs (Client was
+// 8 bytes allocated, 9 written: heap corruption that only -O0 test bodies made crash). Each
+// object is built in a buffer whose bytes past sizeof carry a canary the library must not touch.
+template <typename T, typename... Args>
+void ExpectConstructedWithinSizeof(const char* name, Args&&... args) {
+  alignas(64) unsigned char buf[sizeof(T) + 256];
+  std::memset(buf, 0xA5, sizeof(buf));
+  T* obj = new (buf) T(std::forward<Args>(args)...);
+  obj->~T();
+  for (size_t i = sizeof(T); i < sizeof(buf); ++i) {
+    ASSERT_EQ(buf[i], 0xA5) << name << ": the library wrote byte " << i << " past sizeof "
+                            << sizeof(T) << " (header and library built with other macros)";
+  }
+}
+
+TEST(HttplibAbi, HeaderAndLibraryAgreeOnClassSizes) {
+  ExpectConstructedWithinSizeof<httplib::Client>("Client", "127.0.0.1", 1);
+  ExpectConstructedWithinSizeof<httplib::Server>("Server");
+  ExpectConstructedWithinSizeof<httplib::Request>("Request");
+  ExpectConstructedWithinSizeof<httplib::Response>("Response");
+}
 
 struct Harness {
   std::unique_ptr<Server> server;
