@@ -3,7 +3,7 @@
 # unit, 30-40% of a cold build. Each flavour of compile flags gets one precompiled header,
 # built once by a host target and reused (REUSE_FROM) by every target of that flavour:
 #   mx_pch_lib   the mx_* static libraries (-fPIC)
-#   mx_pch_test  the GoogleTest executables (-fPIE, and -O0 under MX_ASAN like their bodies)
+#   mx_pch_test  the GoogleTest executables (-fPIE, -O0 like their bodies)
 # mxserve (CLI11) and the bench programs keep their own or none. The per-ISA units
 # (*_avx2.cpp, *_avx512.cpp) are compiled without: their -m flags would invalidate it.
 # -DMX_PCH=OFF builds without, which also shows a unit that forgot an #include.
@@ -23,9 +23,7 @@ if(MX_PCH)
     add_executable(mx_pch_test ${CMAKE_SOURCE_DIR}/cmake/pch/host.cpp)
     target_link_libraries(mx_pch_test PRIVATE spdlog::spdlog fmt::fmt
                           nlohmann_json::nlohmann_json GTest::gtest GTest::gtest_main)
-    if(MX_ASAN)
-      target_compile_options(mx_pch_test PRIVATE -O0)
-    endif()
+    target_compile_options(mx_pch_test PRIVATE -O0)
     target_precompile_headers(mx_pch_test PRIVATE ${MX_PCH_COMMON} <gtest/gtest.h>)
   endif()
 endif()

@@ -165,7 +165,9 @@ TEST_P(GreedyIdentical, FiftyPromptsAloneAndBatched) {
   for (int i = 0; i < c.steps; ++i) {
     acc += st.spec_accepted_at[i];
     prop += st.spec_proposed_at[i];
-    if (i > 0) EXPECT_LE(st.spec_accepted_at[i], st.spec_accepted_at[i - 1]);
+    if (i > 0) {
+      EXPECT_LE(st.spec_accepted_at[i], st.spec_accepted_at[i - 1]);
+    }
   }
   EXPECT_EQ(acc, st.spec_tokens_accepted);
   EXPECT_EQ(prop, st.spec_drafts_proposed);

@@ -81,7 +81,9 @@ struct Harness {
     (*m)->info.weight_formats = {{"bf16", 182}, {"f32", 4}};
     (*m)->info.kv_cache_dtype = "bf16";
     server->AddModel(std::move(*m));
-    if (ready) EXPECT_TRUE(server->SetReady().ok());
+    if (ready) {
+      EXPECT_TRUE(server->SetReady().ok());
+    }
     client = std::make_unique<httplib::Client>("127.0.0.1", server->port());
     client->set_read_timeout(30);
   }

@@ -20,8 +20,12 @@ TEST(MoeCandidates, DefaultFirstNoDuplicatesAndOnlyChoicesThatMatter) {
     for (size_t i = 0; i < c.size(); ++i) {
       for (size_t j = i + 1; j < c.size(); ++j) EXPECT_FALSE(c[i] == c[j]) << i << " " << j;
       EXPECT_TRUE(c[i].split == MoeSplit::kColumns || !c[i].fuse_gate_up);
-      if (T == 1) EXPECT_EQ(c[i].tiling, GemmTiling{});  // one row: nothing to tile
-      if (T <= 64) EXPECT_EQ(c[i].token_tile, 0);
+      if (T == 1) {
+        EXPECT_EQ(c[i].tiling, GemmTiling{});  // one row: nothing to tile
+      }
+      if (T <= 64) {
+        EXPECT_EQ(c[i].token_tile, 0);
+      }
     }
   }
   // 1 token: columns, columns fused, batched, experts.
