@@ -1,12 +1,14 @@
 // MXFP4 × activation GEMV/GEMM against the bf16 GEMM at expert-sized shapes (GLM-5:
-// hidden 6144, moe_intermediate 2048), one thread, per kernel level. Counters: weight bytes
+// hidden 6144, moe_intermediate 2048), one thread (stream2_: two), per kernel level. Counters: weight bytes
 // read per second (weights_GBps), that as a percentage of the 1-thread read bandwidth
 // (floor_pct: 100 = the call takes exactly weight bytes / bandwidth) and multiply-adds per
 // second; the ratio mxfp4 / bf16 at the same level and shape is the figure of merit (docs:
 // issue 7). The plain benchmarks reuse one weight copy, which the 32 MB L3 may hold; the
 // `stream_` ones cycle through copies worth > 96 MB, so every call reads its weights from
-// memory, as a decode step reads each expert once. Before the benchmarks the program measures the
-// read bandwidth with 1 and 2 threads (base/bandwidth.h, best of 5, as bench/model_bench does).
+// memory, as a decode step reads each expert once; `stream2_` ones do that with 2 threads (wall
+// time, floor from the 2-thread bandwidth), as decode runs here. Before the benchmarks the
+// program measures the read bandwidth with 1 and 2 threads (base/bandwidth.h, best of 5, as
+// bench/model_bench does).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -31,7 +33,7 @@ struct Weights {
   std::vector<float> x;
 };
 
-double g_bw1 = 0;  // GB/s, 1 thread
+double g_bw1 = 0, g_bw2 = 0;  // GB/s, 1 and 2 threads
 
 const Weights& Get(int64_t m, int64_t n, int64_t k) {
   static std::map<std::tuple<int64_t, int64_t, int64_t>, Weights> cache;
@@ -72,7 +74,7 @@ const std::vector<Weights>& Copies(int64_t m, int64_t n, int64_t k, bool mxfp4) 
   return c;
 }
 
-void Run(benchmark::State& st, KernelLevel level, bool mxfp4, bool stream) {
+void Run(benchmark::State& st, KernelLevel level, bool mxfp4, bool stream, int threads = 1) {
   const int64_t m = st.range(0), n = st.range(1), k = st.range(2);
   const KernelTable* kt = GetKernelTable(level);
   if (kt == nullptr) {
@@ -81,7 +83,7 @@ void Run(benchmark::State& st, KernelLevel level, bool mxfp4, bool stream) {
   }
   const Weights& w = Get(m, n, k);
   const std::vector<Weights>* copies = stream ? &Copies(m, n, k, mxfp4) : nullptr;
-  ThreadPool pool(1);
+  ThreadPool pool(threads);
   std::vector<float> y(m * n);
   size_t c = 0;
   for (auto _ : st) {
@@ -97,7 +99,8 @@ void Run(benchmark::State& st, KernelLevel level, bool mxfp4, bool stream) {
   st.counters["weights_GBps"] =
       benchmark::Counter(bytes * 1e-9 * st.iterations(), benchmark::Counter::kIsRate);
   st.counters["floor_pct"] =
-      benchmark::Counter(100 * bytes * 1e-9 / g_bw1 * st.iterations(), benchmark::Counter::kIsRate);
+      benchmark::Counter(100 * bytes * 1e-9 / (threads == 1 ? g_bw1 : g_bw2) * st.iterations(),
+                         benchmark::Counter::kIsRate);
   st.counters["GMAC/s"] =
       benchmark::Counter(1e-9 * m * n * k * st.iterations(), benchmark::Counter::kIsRate);
 }
@@ -124,6 +127,13 @@ void DecodeShapes(benchmark::internal::Benchmark* b) {
   Min(b);
 }
 
+// Two threads, as `generate` / `serve` decode on this 2-core host: wall time (the rate
+// counters follow it), the floor from the 2-thread bandwidth.
+void DecodeShapes2(benchmark::internal::Benchmark* b) {
+  DecodeShapes(b);
+  b->UseRealTime();
+}
+
 BENCHMARK_CAPTURE(Run, mxfp4_ref, KernelLevel::kRef, true, false)
     ->Args({1, 2048, 6144})
     ->Apply(Min);
@@ -133,6 +143,11 @@ BENCHMARK_CAPTURE(Run, bf16_avx2, KernelLevel::kAvx2, false, false)->Apply(Shape
 BENCHMARK_CAPTURE(Run, stream_mxfp4_avx2, KernelLevel::kAvx2, true, true)->Apply(DecodeShapes);
 BENCHMARK_CAPTURE(Run, stream_mxfp4_avx512, KernelLevel::kAvx512, true, true)->Apply(DecodeShapes);
 BENCHMARK_CAPTURE(Run, stream_bf16_avx2, KernelLevel::kAvx2, false, true)->Apply(DecodeShapes);
+BENCHMARK_CAPTURE(Run, stream_bf16_avx512, KernelLevel::kAvx512, false, true)->Apply(DecodeShapes);
+BENCHMARK_CAPTURE(Run, stream2_mxfp4_avx512, KernelLevel::kAvx512, true, true, 2)
+    ->Apply(DecodeShapes2);
+BENCHMARK_CAPTURE(Run, stream2_bf16_avx512, KernelLevel::kAvx512, false, true, 2)
+    ->Apply(DecodeShapes2);
 
 }  // namespace
 }  // namespace mx
@@ -140,20 +155,19 @@ BENCHMARK_CAPTURE(Run, stream_bf16_avx2, KernelLevel::kAvx2, false, true)->Apply
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  double bw2 = 0;
   {
     mx::ThreadPool one(1), two(2);
     for (int i = 0; i < 5; ++i) {
       mx::g_bw1 = std::max(mx::g_bw1, mx::MeasureReadBandwidthGBps(one));
-      bw2 = std::max(bw2, mx::MeasureReadBandwidthGBps(two));
+      mx::g_bw2 = std::max(mx::g_bw2, mx::MeasureReadBandwidthGBps(two));
     }
   }
   std::printf(
       "read bandwidth (base/bandwidth.h, 256 MB, best of 5): 1 thread %.1f GB/s, 2 threads %.1f "
       "GB/s; MXFP4 GEMV 1x2048x6144 floor (6.68 MB at 4.25 bits/weight): %.0f us (1 thread), "
       "%.0f us (2 threads)\n",
-      mx::g_bw1, bw2, 2048 * 6144 * 17.0 / 32 / mx::g_bw1 * 1e-3,
-      2048 * 6144 * 17.0 / 32 / bw2 * 1e-3);
+      mx::g_bw1, mx::g_bw2, 2048 * 6144 * 17.0 / 32 / mx::g_bw1 * 1e-3,
+      2048 * 6144 * 17.0 / 32 / mx::g_bw2 * 1e-3);
   std::fflush(stdout);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

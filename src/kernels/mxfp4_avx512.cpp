@@ -55,10 +55,13 @@ template <int MR, int NR>
   }
 }
 
-// How far ahead in its W row each group of 16 blocks prefetches (into L1). note: measured on
-// the 2-core EPYC (mxfp4_bench stream_*): neutral for the GEMV, but the 8-row GEMM, whose row
-// tiles each stream W from memory, went from ~1.5 to ~1.0 ms.
-constexpr int64_t kPrefetchAhead = 2048;
+// How far ahead in its W row each group of 16 blocks prefetches (into L1; W rows are
+// contiguous, so past a row's end this is the rows that follow). note: measured on the 2-core
+// EPYC (mxfp4_bench stream_*): 2 KB took the 8-row GEMM from ~1.5 to ~1.0 ms; 8 KB, three rounds
+// side by side with 2 KB, took the streamed down-shape GEMV (1×6144×2048) from 410–440 to
+// 260–285 µs and left gate/up (1×2048×6144) where it was (372–421 vs 382–409 µs); 0.25–1 KB
+// were slower.
+constexpr int64_t kPrefetchAhead = 8192;
 
 // y[r·ldy + c] = row i + r of p (r < MR) · W row c (c < NR; rows nb blocks apart from qj, ej).
 struct Tile {
