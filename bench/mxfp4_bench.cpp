@@ -1,6 +1,6 @@
 // MXFP4 × activation GEMV/GEMM against the bf16 GEMM at expert-sized shapes (GLM-5:
-// hidden 6144, moe_intermediate 2048), one thread (stream2_: two), per kernel level. Counters: weight bytes
-// read per second (weights_GBps), that as a percentage of the 1-thread read bandwidth
+// hidden 6144, moe_intermediate 2048), one thread (stream2_: two), per kernel level. Counters:
+// weight bytes read per second (weights_GBps), that as a percentage of the 1-thread read bandwidth
 // (floor_pct: 100 = the call takes exactly weight bytes / bandwidth) and multiply-adds per
 // second; the ratio mxfp4 / bf16 at the same level and shape is the figure of merit (docs:
 // issue 7). The plain benchmarks reuse one weight copy, which the 32 MB L3 may hold; the
