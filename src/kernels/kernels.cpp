@@ -3,13 +3,18 @@
 #include "kernels/kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/check.h"
 #include "base/cpu_features.h"
+#include "base/log.h"
+#include "base/numerics.h"
 #include "kernels/kernels_avx2.h"
 #include "kernels/kernels_avx512.h"
 #include "kernels/kernels_ref.h"
@@ -101,16 +106,143 @@ const KernelTable* GetKernelTable(KernelLevel level) {
   }
 }
 
+namespace {
+
+// Deterministic inputs in [-1, 1) (a fixed LCG: the same on every machine).
+std::vector<float> KnownInputs(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint32_t s = seed * 2654435761u + 1;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>(s >> 8) / static_cast<float>(1 << 23) - 1.0f;
+  }
+  return v;
+}
+
+bool Close(const std::vector<float>& a, const std::vector<float>& b, float tol) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!(std::fabs(a[i] - b[i]) <= tol * (1.0f + std::fabs(b[i])))) return false;  // NaN fails
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string KernelSelfTest(const KernelTable& t) {
+  const KernelTable& r = *GetKernelTable(KernelLevel::kRef);
+  constexpr int64_t m = 3, n = 21, k = 70;  // partial tiles and vectors everywhere
+  constexpr float kTol = 1e-4f;             // fp32 sums of ≤ 70 terms in another order
+  const auto x = KnownInputs(m * k, 1), wf = KnownInputs(n * k, 2);
+  std::vector<uint16_t> wb(n * k);
+  for (size_t i = 0; i < wb.size(); ++i) wb[i] = F32ToBf16(wf[i]);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto run2 = [&](auto fn_of, std::vector<float> want, std::vector<float> got) {
+    fn_of(r, want);
+    fn_of(t, got);
+    return Close(got, want, kTol);
+  };
+  const std::vector<float> mn(m * n, nan);
+  if (!run2(
+          [&](const KernelTable& kt, std::vector<float>& y) {
+            kt.gemm_bf16(x.data(), k, wb.data(), k, y.data(), n, m, n, k, {});
+          },
+          mn, mn)) {
+    return "gemm_bf16";
+  }
+  if (!run2(
+          [&](const KernelTable& kt, std::vector<float>& y) {
+            kt.gemm_f32(x.data(), k, wf.data(), k, y.data(), n, m, n, k, {});
+          },
+          mn, mn)) {
+    return "gemm_f32";
+  }
+  const std::vector<float> vk(k, nan);
+  if (!run2([&](const KernelTable& kt,
+                std::vector<float>& y) { kt.rms_norm(x.data(), wf.data(), 1e-5f, k, y.data()); },
+            vk, vk)) {
+    return "rms_norm";
+  }
+  if (!run2(
+          [&](const KernelTable& kt, std::vector<float>& y) {
+            for (int64_t i = 0; i < k; ++i) y[i] = 8.0f * x[i];
+            y[5] = -std::numeric_limits<float>::infinity();
+            kt.softmax(y.data(), k);
+          },
+          vk, vk)) {
+    return "softmax";
+  }
+  if (!run2([&](const KernelTable& kt,
+                std::vector<float>& y) { kt.swiglu(x.data(), wf.data(), k, y.data()); },
+            vk, vk)) {
+    return "swiglu";
+  }
+  for (bool interleave : {true, false}) {
+    if (!run2(
+            [&](const KernelTable& kt, std::vector<float>& y) {
+              std::copy(x.begin(), x.begin() + k, y.begin());
+              kt.rope(y.data(), k, wf.data(), wf.data() + k / 2, interleave);
+            },
+            vk, vk)) {
+      return "rope";
+    }
+  }
+  {
+    std::vector<float> s(k);
+    for (int64_t i = 0; i < k; ++i) s[i] = std::round(x[i] * 4.0f);  // many ties
+    std::vector<int32_t> want(9), got(9, -1);
+    r.topk(s.data(), k, 9, want.data());
+    t.topk(s.data(), k, 9, got.data());
+    if (got != want) return "topk";
+  }
+  {
+    std::vector<const float*> ka(n), kb(n);
+    for (int64_t i = 0; i < n; ++i) ka[i] = wf.data() + i * k, kb[i] = ka[i] + 60;
+    std::vector<float> scratch(n);
+    if (!run2(
+            [&](const KernelTable& kt, std::vector<float>& y) {
+              kt.attend(x.data(), x.data() + 60, 60, 10, ka.data(), kb.data(), ka.data(), 60, n,
+                        0.3f, scratch.data(), y.data());
+            },
+            std::vector<float>(60, nan), std::vector<float>(60, nan))) {
+      return "attend";
+    }
+  }
+  if (t.gemm_mxfp4 != nullptr) {
+    constexpr int64_t kq = 96;  // 3 blocks of 32
+    std::vector<uint8_t> wq(n * kq / 2), we(n * kq / 32);
+    for (size_t i = 0; i < wq.size(); ++i) wq[i] = static_cast<uint8_t>(i * 37 + 11);
+    for (size_t i = 0; i < we.size(); ++i) we[i] = static_cast<uint8_t>(124 + i % 6);
+    std::vector<BlockQ8> q(m * kq / 32);
+    const auto xq = KnownInputs(m * kq, 3);
+    for (int64_t i = 0; i < m; ++i) QuantizeRowQ8(xq.data() + i * kq, kq, q.data() + i * kq / 32);
+    std::vector<float> want(m * n, nan), got(m * n, nan);
+    ref::GemmMxfp4(q.data(), m, wq.data(), we.data(), want.data(), n, n, kq, {});
+    t.gemm_mxfp4(q.data(), m, wq.data(), we.data(), got.data(), n, n, kq, {});
+    if (!Close(got, want, kTol)) return "gemm_mxfp4";
+  }
+  return "";
+}
+
 const KernelTable& SelectKernels() {
   static const KernelTable* chosen = [] {
     const char* cap = std::getenv("MX_KERNELS");
     const bool ref_only = cap != nullptr && std::string_view(cap) == "ref";
     const CpuFeatures& f = GetCpuFeatures();
+    // The fastest level the CPU has whose every entry also gives the ref's answers on a known
+    // input (a miscompiled or mis-dispatched kernel is caught here, not in the outputs).
+    auto usable = [](const KernelTable* t) {
+      if (t == nullptr) return false;
+      const std::string bad = KernelSelfTest(*t);
+      if (bad.empty()) return true;
+      MX_LOG_WARN("kernels: the {} level's {} failed its known-answer self-test; not used",
+                  KernelLevelName(t->level), bad);
+      return false;
+    };
     if (!ref_only && f.avx512_core()) {
-      if (const KernelTable* t = GetKernelTable(KernelLevel::kAvx512)) return t;
+      if (const KernelTable* t = GetKernelTable(KernelLevel::kAvx512); usable(t)) return t;
     }
     if (!ref_only && f.avx2 && f.fma) {
-      if (const KernelTable* t = GetKernelTable(KernelLevel::kAvx2)) return t;
+      if (const KernelTable* t = GetKernelTable(KernelLevel::kAvx2); usable(t)) return t;
     }
     return GetKernelTable(KernelLevel::kRef);
   }();

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "base/thread_pool.h"
 #include "kernels/gemm_tiling.h"
@@ -58,8 +59,12 @@ struct KernelTable {
 
 // The table for one level; nullptr when that level is not compiled in or the CPU lacks it.
 const KernelTable* GetKernelTable(KernelLevel level);
-// The best level this CPU supports (decided once; `MX_KERNELS=ref` in the environment caps it).
+// The best level this CPU supports whose entries pass KernelSelfTest (decided once, at the
+// first call; `MX_KERNELS=ref` in the environment caps it).
 const KernelTable& SelectKernels();
+// Runs every entry of `t` on fixed inputs (partial tiles and vectors, ties, -inf) against the
+// ref table; "" when all agree within fp32 reordering, else the first failing entry's name.
+std::string KernelSelfTest(const KernelTable& t);
 
 // Threaded GEMM wrappers: split N over the pool (each worker gets a contiguous block of W rows).
 // Poison y with NaN first, so a kernel that skips an element is caught by the finite checks.

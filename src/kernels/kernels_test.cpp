@@ -52,6 +52,28 @@ TEST(Kernels, SelectReturnsACompiledLevel) {
   EXPECT_NE(GetKernelTable(KernelLevel::kRef), nullptr);
 }
 
+// The known-answer self-test SelectKernels runs passes at every level here, and names the
+// entry of a table where one kernel is wrong.
+TEST(Kernels, SelfTestPassesEveryLevelAndNamesABrokenEntry) {
+  for (const KernelTable* kt : Levels()) {
+    EXPECT_EQ(KernelSelfTest(*kt), "") << KernelLevelName(kt->level);
+  }
+  KernelTable broken = *GetKernelTable(KernelLevel::kRef);
+  broken.softmax = [](float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] = 1.0f / static_cast<float>(n);  // ignores the input
+  };
+  EXPECT_EQ(KernelSelfTest(broken), "softmax");
+  broken = *GetKernelTable(KernelLevel::kRef);
+  broken.topk = [](const float*, int64_t, int64_t k, int32_t* out) {
+    for (int64_t i = 0; i < k; ++i) out[i] = static_cast<int32_t>(i);
+  };
+  EXPECT_EQ(KernelSelfTest(broken), "topk");
+  broken = *GetKernelTable(KernelLevel::kRef);
+  broken.gemm_bf16 = [](const float*, int64_t, const uint16_t*, int64_t, float*, int64_t, int64_t,
+                        int64_t, int64_t, GemmTiling) {};  // writes nothing: the NaN poison stays
+  EXPECT_EQ(KernelSelfTest(broken), "gemm_bf16");
+}
+
 TEST(Kernels, GemmMatchesFloat64) {
   for (const KernelTable* kt : Levels()) {
     for (auto [m, n, k] : {std::tuple{1, 7, 13}, {5, 33, 64}, {9, 130, 257}, {3, 64, 512}}) {
