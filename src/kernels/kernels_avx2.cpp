@@ -253,38 +253,22 @@ void Rope(float* x, int64_t d, const float* cos, const float* sin, bool interlea
   }
 }
 
-// As the AVX-512 top-k (ops_avx512.cpp): a heap of the k best so far whose top is the worst
-// kept; later scores (higher indices) enter only if strictly above it, compared 8 at a time.
+// As the AVX-512 top-k: TopKHeap (kernels_ref.h) holds the k best, 8 later scores at a time
+// are compared against its threshold, the rest one by one.
 void TopK(const float* scores, int64_t n, int64_t k, int32_t* out) {
   if (k <= 0) return;
-  using Entry = std::pair<float, int32_t>;
-  const auto better = [](const Entry& a, const Entry& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  };
-  thread_local std::vector<Entry> heap;
-  heap.clear();
-  for (int64_t i = 0; i < k; ++i) heap.emplace_back(scores[i], static_cast<int32_t>(i));
-  std::make_heap(heap.begin(), heap.end(), better);
-  float thr = heap.front().first;
-  const auto offer = [&](int64_t i) {
-    if (!(scores[i] > thr)) return;
-    std::pop_heap(heap.begin(), heap.end(), better);
-    heap.back() = {scores[i], static_cast<int32_t>(i)};
-    std::push_heap(heap.begin(), heap.end(), better);
-    thr = heap.front().first;
-  };
+  TopKHeap heap(scores, k);
   int64_t i = k;
   for (; i + 8 <= n; i += 8) {
     unsigned gt = static_cast<unsigned>(_mm256_movemask_ps(
-        _mm256_cmp_ps(_mm256_loadu_ps(scores + i), _mm256_set1_ps(thr), _CMP_GT_OQ)));
-    while (gt != 0) {
-      offer(i + __builtin_ctz(gt));
-      gt &= gt - 1;
+        _mm256_cmp_ps(_mm256_loadu_ps(scores + i), _mm256_set1_ps(heap.threshold()), _CMP_GT_OQ)));
+    for (; gt != 0; gt &= gt - 1) {
+      const int64_t j = i + __builtin_ctz(gt);
+      heap.Offer(scores[j], static_cast<int32_t>(j));
     }
   }
-  for (; i < n; ++i) offer(i);
-  std::sort(heap.begin(), heap.end(), better);
-  for (int64_t t = 0; t < k; ++t) out[t] = heap[t].second;
+  for (; i < n; ++i) heap.Offer(scores[i], static_cast<int32_t>(i));
+  heap.Write(out);
 }
 
 // Scores by vector dot products, softmax, then out += p_t · v[t] eight lanes at a time.

@@ -103,3 +103,33 @@ void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
 }
 
 }  // namespace mx::ref
+
+namespace mx {
+
+namespace {
+// "a is better than b": higher score, or equal score and lower index. As a heap comparator it
+// keeps the worst entry at the front.
+bool Better(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+  return a.first != b.first ? a.first > b.first : a.second < b.second;
+}
+}  // namespace
+
+TopKHeap::TopKHeap(const float* scores, int64_t k) {
+  heap_.reserve(k);
+  for (int64_t i = 0; i < k; ++i) heap_.emplace_back(scores[i], static_cast<int32_t>(i));
+  std::make_heap(heap_.begin(), heap_.end(), Better);
+}
+
+void TopKHeap::Offer(float score, int32_t index) {
+  if (!(score > threshold())) return;
+  std::pop_heap(heap_.begin(), heap_.end(), Better);
+  heap_.back() = {score, index};
+  std::push_heap(heap_.begin(), heap_.end(), Better);
+}
+
+void TopKHeap::Write(int32_t* out) {
+  std::sort(heap_.begin(), heap_.end(), Better);
+  for (size_t i = 0; i < heap_.size(); ++i) out[i] = heap_[i].second;
+}
+
+}  // namespace mx

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "kernels/gemm_tiling.h"
 
@@ -22,3 +24,21 @@ void Attend(const float* qa, const float* qb, int64_t da, int64_t db, const floa
             float* scratch, float* out);
 
 }  // namespace mx::ref
+
+namespace mx {
+
+// What the vector top-k kernels (AVX2, AVX-512) share, compiled without ISA flags so either
+// may call it: the k best scores seen so far, the worst kept (lowest score; among equal scores
+// the highest index) at the front. Scores are offered in index order, so a later one enters
+// only if strictly above threshold(); the kernels compare whole vectors against it.
+class TopKHeap {
+ public:
+  TopKHeap(const float* scores, int64_t k);  // the first k scores
+  float threshold() const { return heap_.front().first; }
+  void Offer(float score, int32_t index);  // no-op unless score > threshold()
+  void Write(int32_t* out);                // the k indices, best first
+ private:
+  std::vector<std::pair<float, int32_t>> heap_;
+};
+
+}  // namespace mx

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/kernels_avx512.h"
+#include "kernels/kernels_ref.h"
 
 namespace mx {
 
@@ -216,40 +217,21 @@ void Rope(float* x, int64_t d, const float* cos, const float* sin, bool interlea
   }
 }
 
-// The first k scores fill a heap whose top is the worst kept (lowest score; among equal scores
-// the highest index). Every later score was seen after all kept ones, so it has the higher
-// index and enters only if strictly greater than the top: 16 lanes are compared against that
-// threshold at once, and only the lanes above it are looked at one by one.
+// TopKHeap (kernels_ref.h) holds the k best; 16 later scores at a time are compared against
+// its threshold, and only the lanes above it are offered one by one.
 void TopK(const float* scores, int64_t n, int64_t k, int32_t* out) {
   if (k <= 0) return;
-  using Entry = std::pair<float, int32_t>;
-  // "a is better than b": higher score, or equal score and lower index. As a heap comparator
-  // it keeps the worst entry at the front.
-  const auto better = [](const Entry& a, const Entry& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  };
-  thread_local std::vector<Entry> heap;
-  heap.clear();
-  for (int64_t i = 0; i < k; ++i) heap.emplace_back(scores[i], static_cast<int32_t>(i));
-  std::make_heap(heap.begin(), heap.end(), better);
-  float thr = heap.front().first;
+  TopKHeap heap(scores, k);
   for (int64_t i = k; i < n; i += 16) {
     const __mmask16 mk = TailMask(n - i);
     __mmask16 gt = _mm512_mask_cmp_ps_mask(mk, _mm512_maskz_loadu_ps(mk, scores + i),
-                                           _mm512_set1_ps(thr), _CMP_GT_OQ);
-    while (gt != 0) {
-      const int lane = __builtin_ctz(gt);
-      gt &= gt - 1;
-      const float s = scores[i + lane];
-      if (!(s > thr)) continue;  // the threshold rose since the compare
-      std::pop_heap(heap.begin(), heap.end(), better);
-      heap.back() = {s, static_cast<int32_t>(i + lane)};
-      std::push_heap(heap.begin(), heap.end(), better);
-      thr = heap.front().first;
+                                           _mm512_set1_ps(heap.threshold()), _CMP_GT_OQ);
+    for (; gt != 0; gt &= gt - 1) {
+      const int64_t j = i + __builtin_ctz(gt);
+      heap.Offer(scores[j], static_cast<int32_t>(j));  // the threshold may have risen since
     }
   }
-  std::sort(heap.begin(), heap.end(), better);
-  for (int64_t i = 0; i < k; ++i) out[i] = heap[i].second;
+  heap.Write(out);
 }
 
 inline float Dot(const float* a, const float* b, int64_t n) {
