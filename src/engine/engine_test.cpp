@@ -20,7 +20,7 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
-namespace mx {
+namespace mx::engine_test {
 namespace {
 
 const std::string kTiny = std::string(MX_TEST_DATA_DIR) + "/tiny";
@@ -375,4 +375,4 @@ TEST(Engine, OverloadAndBadRequestsAreStatuses) {
 }
 
 }  // namespace
-}  // namespace mx
+}  // namespace mx::engine_test

@@ -22,7 +22,7 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
-namespace mx {
+namespace mx::speculative_test {
 namespace {
 
 // Under AddressSanitizer (-O1, ~30x slower here) the tests shrink: the statistics and the
@@ -494,4 +494,4 @@ TEST(Speculative, UnsupportedCombinationsAreRefusedAtStart) {
 }
 
 }  // namespace
-}  // namespace mx
+}  // namespace mx::speculative_test

@@ -15,7 +15,7 @@
 #include "engine/engine_test_util.h"
 #include "kv/paged_kv_store.h"
 
-namespace mx {
+namespace mx::tp_runner_test {
 namespace {
 
 const std::string kBundled = std::string(MX_SOURCE_DIR) + "/models/glm-moe-dsa-arith-6m";
@@ -169,4 +169,4 @@ TEST(TpRunner, RefusesAContiguousKvStoreAndBadGroups) {
 }
 
 }  // namespace
-}  // namespace mx
+}  // namespace mx::tp_runner_test

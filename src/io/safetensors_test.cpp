@@ -12,7 +12,7 @@
 #include "io/safetensors_test_util.h"
 #include "io/safetensors_writer.h"
 
-namespace mx {
+namespace mx::safetensors_test {
 namespace {
 
 using testing_util::RawSafetensors;
@@ -353,4 +353,4 @@ TEST(SafetensorsHeader, ReplaysFuzzRegressions) {
 }
 
 }  // namespace
-}  // namespace mx
+}  // namespace mx::safetensors_test

@@ -15,7 +15,7 @@
 #include "io/safetensors_writer.h"
 #include "model/model.h"
 
-namespace mx {
+namespace mx::kv_scales_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -149,4 +149,4 @@ TEST(KvScales, NoneMtpMissingAndErrors) {
 }
 
 }  // namespace
-}  // namespace mx
+}  // namespace mx::kv_scales_test

@@ -23,7 +23,7 @@
 #include "parallel/in_process_communicator.h"
 #include "quant/quantizer.h"
 
-namespace mx {
+namespace mx::model_parallel_test {
 namespace {
 
 // Sharding changes only the fp32 summation order (partial sums over heads / widths, then the
@@ -265,4 +265,4 @@ TEST(ModelParallel, SlicedMxfp4ColumnsMustStay32Aligned) {
 }
 
 }  // namespace
-}  // namespace mx
+}  // namespace mx::model_parallel_test

@@ -13,7 +13,7 @@
 #include "tokenizer/tokenizer_test_util.h"
 #include "tokenizer/unicode.h"
 
-namespace mx::tok {
+namespace mx::tok::tokenizer_test {
 namespace {
 
 using testing::ReadFileOrEmpty;
@@ -349,4 +349,4 @@ TEST(TokenizerMalformed, RandomCorruptionNeverCrashes) {
 }
 
 }  // namespace
-}  // namespace mx::tok
+}  // namespace mx::tok::tokenizer_test
