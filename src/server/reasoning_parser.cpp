@@ -6,8 +6,8 @@
 namespace mx::server {
 
 namespace {
-constexpr std::string_view kOpen = "<think>";
-constexpr std::string_view kClose = "</think>";
+constexpr std::string_view kThinkOpen = "<think>";
+constexpr std::string_view kThinkClose = "</think>";
 }  // namespace
 
 size_t PartialTagSuffix(std::string_view text, std::string_view tag) {
@@ -19,9 +19,9 @@ size_t PartialTagSuffix(std::string_view text, std::string_view tag) {
 }
 
 bool PromptOpensReasoning(std::string_view prompt) {
-  size_t open = prompt.rfind(kOpen);
+  size_t open = prompt.rfind(kThinkOpen);
   if (open == std::string_view::npos) return false;
-  size_t close = prompt.rfind(kClose);
+  size_t close = prompt.rfind(kThinkClose);
   return close == std::string_view::npos || close < open;
 }
 
@@ -32,21 +32,21 @@ ReasoningParser::Out ReasoningParser::Push(std::string_view text) {
   buf_.append(text);
   while (!buf_.empty()) {
     if (state_ == State::kStart) {
-      if (buf_.size() < kOpen.size() && kOpen.substr(0, buf_.size()) == buf_) return out;
-      if (buf_.compare(0, kOpen.size(), kOpen) == 0) {
-        buf_.erase(0, kOpen.size());
+      if (buf_.size() < kThinkOpen.size() && kThinkOpen.substr(0, buf_.size()) == buf_) return out;
+      if (buf_.compare(0, kThinkOpen.size(), kThinkOpen) == 0) {
+        buf_.erase(0, kThinkOpen.size());
         state_ = State::kReasoning;
       } else {
         state_ = open_ ? State::kReasoning : State::kContent;
       }
     } else if (state_ == State::kReasoning) {
-      size_t close = buf_.find(kClose);
+      size_t close = buf_.find(kThinkClose);
       if (close != std::string::npos) {
         out.reasoning.append(buf_, 0, close);
-        buf_.erase(0, close + kClose.size());
+        buf_.erase(0, close + kThinkClose.size());
         state_ = State::kContent;
       } else {
-        size_t keep = PartialTagSuffix(buf_, kClose);
+        size_t keep = PartialTagSuffix(buf_, kThinkClose);
         out.reasoning.append(buf_, 0, buf_.size() - keep);
         buf_.erase(0, buf_.size() - keep);
         return out;

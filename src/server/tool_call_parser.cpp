@@ -7,8 +7,8 @@
 namespace mx::server {
 namespace {
 
-constexpr std::string_view kOpen = "<tool_call>";
-constexpr std::string_view kClose = "</tool_call>";
+constexpr std::string_view kToolOpen = "<tool_call>";
+constexpr std::string_view kToolClose = "</tool_call>";
 constexpr std::string_view kKeyOpen = "<arg_key>";
 constexpr std::string_view kKeyClose = "</arg_key>";
 constexpr std::string_view kValOpen = "<arg_value>";
@@ -79,23 +79,23 @@ ToolCallParser::Out ToolCallParser::Push(std::string_view text) {
   buf_.append(text);
   while (!buf_.empty()) {
     if (in_call_) {
-      size_t close = buf_.find(kClose);
+      size_t close = buf_.find(kToolClose);
       if (close == std::string::npos) return out;
       out.calls.push_back(ParseBody(std::string_view(buf_).substr(0, close)));
-      buf_.erase(0, close + kClose.size());
+      buf_.erase(0, close + kToolClose.size());
       in_call_ = false;
       after_call_ = true;
       continue;
     }
-    size_t open = buf_.find(kOpen);
+    size_t open = buf_.find(kToolOpen);
     if (open != std::string::npos) {
       std::string_view before = std::string_view(buf_).substr(0, open);
       if (!(after_call_ && IsSpace(before))) out.content.append(before);
-      buf_.erase(0, open + kOpen.size());
+      buf_.erase(0, open + kToolOpen.size());
       in_call_ = true;
       continue;
     }
-    size_t keep = PartialTagSuffix(buf_, kOpen);
+    size_t keep = PartialTagSuffix(buf_, kToolOpen);
     std::string_view emit = std::string_view(buf_).substr(0, buf_.size() - keep);
     if (after_call_ && IsSpace(emit)) {
       return out;  // hold whitespace after a call until we know what follows
@@ -111,7 +111,7 @@ ToolCallParser::Out ToolCallParser::Push(std::string_view text) {
 ToolCallParser::Out ToolCallParser::Finish() {
   Out out;
   if (in_call_) {
-    out.content = std::string(kOpen) + buf_;
+    out.content = std::string(kToolOpen) + buf_;
   } else if (!(after_call_ && IsSpace(buf_))) {
     out.content = buf_;
   }

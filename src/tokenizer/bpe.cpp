@@ -30,7 +30,7 @@ uint64_t PairKey(int32_t a, int32_t b) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
 }
 
-Result<bool> OptBool(const nlohmann::json& j, const char* key, const std::string& where) {
+Result<bool> BoolOrFalse(const nlohmann::json& j, const char* key, const std::string& where) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return false;
   if (!it->is_boolean()) return DataLoss("{}.{}: expected a boolean", where, key);
@@ -66,9 +66,9 @@ Result<BpeModel> BpeModel::FromJson(const nlohmann::json& j, const std::string& 
       }
     }
   }
-  MX_ASSIGN_OR_RETURN(m.fuse_unk_, OptBool(j, "fuse_unk", where));
-  MX_ASSIGN_OR_RETURN(m.byte_fallback_, OptBool(j, "byte_fallback", where));
-  MX_ASSIGN_OR_RETURN(m.ignore_merges_, OptBool(j, "ignore_merges", where));
+  MX_ASSIGN_OR_RETURN(m.fuse_unk_, BoolOrFalse(j, "fuse_unk", where));
+  MX_ASSIGN_OR_RETURN(m.byte_fallback_, BoolOrFalse(j, "byte_fallback", where));
+  MX_ASSIGN_OR_RETURN(m.ignore_merges_, BoolOrFalse(j, "ignore_merges", where));
 
   auto v = j.find("vocab");
   if (v == j.end() || !v->is_object()) return DataLoss("{}.vocab: expected an object", where);
