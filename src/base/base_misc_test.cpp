@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <random>
+#include <vector>
 
 #include "base/check.h"
 #include "base/cpu_features.h"
@@ -79,6 +81,38 @@ TEST(MappedFile, MapsContentsAndReportsMissingFiles) {
             std::string::npos);
   auto dir = MappedFile::Open("/tmp");
   EXPECT_FALSE(dir.ok());
+}
+
+// PageBuffer: zero until written, every byte writable, 2 MB-aligned when huge pages are asked
+// for, and a move hands the mapping over (the source ends empty).
+TEST(PageBuffer, ZeroFilledWritableAlignedAndMovable) {
+  std::mt19937 rng(std::random_device{}());
+  for (bool huge : {false, true}) {
+    const size_t bytes = (size_t{3} << 20) + 1 + rng() % 4096;  // not a whole number of pages
+    PageBuffer b(bytes, huge);
+    ASSERT_EQ(b.size(), bytes);
+    ASSERT_NE(b.data(), nullptr);
+    if (huge) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % (size_t{2} << 20), 0u);
+    }
+    std::vector<size_t> probes = {0, bytes - 1};
+    for (int i = 0; i < 64; ++i) probes.push_back(rng() % bytes);
+    for (size_t i : probes) EXPECT_EQ(b.data()[i], 0) << "byte " << i << " huge=" << huge;
+    for (size_t i : probes) b.data()[i] = static_cast<uint8_t>(i * 131 + 7);
+    for (size_t i = 0; i < bytes; i += 4096) b.data()[i] ^= 0;  // every page is writable
+    PageBuffer moved = std::move(b);
+    EXPECT_TRUE(b.empty());
+    EXPECT_EQ(b.data(), nullptr);
+    ASSERT_EQ(moved.size(), bytes);
+    for (size_t i : probes) {
+      EXPECT_EQ(moved.data()[i], static_cast<uint8_t>(i * 131 + 7)) << "byte " << i;
+    }
+    PageBuffer other(4096);
+    other = std::move(moved);
+    EXPECT_EQ(other.size(), bytes);
+  }
+  PageBuffer empty(0);
+  EXPECT_TRUE(empty.empty());
 }
 
 TEST(CpuFeatures, ConsistentImplications) {

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <utility>
 
 namespace mx {
@@ -69,6 +70,44 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
   f.data_ = static_cast<const uint8_t*>(p);
   f.mapped_ = true;
   return f;
+}
+
+PageBuffer::PageBuffer(size_t bytes, bool huge_pages) : size_(bytes) {
+  if (bytes == 0) return;
+  // Huge pages need 2 MB alignment: map 2 MB more and use the aligned part.
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t want = (bytes + page - 1) / page * page;
+  const size_t len = huge_pages ? want + kHuge : want;
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  auto* base = static_cast<uint8_t*>(p);
+  if (huge_pages) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(base);
+    const size_t lead = ((a + kHuge - 1) / kHuge * kHuge) - a;
+    if (lead > 0) munmap(base, lead);
+    if (kHuge - lead > 0) munmap(base + lead + want, kHuge - lead);
+    base += lead;
+    madvise(base, want, MADV_HUGEPAGE);  // advice only: without THP the pages stay 4 KB
+  }
+  data_ = base;
+  mapped_ = want;
+}
+
+PageBuffer::~PageBuffer() {
+  if (mapped_ > 0) munmap(data_, mapped_);
+}
+
+PageBuffer::PageBuffer(PageBuffer&& other) noexcept { *this = std::move(other); }
+
+PageBuffer& PageBuffer::operator=(PageBuffer&& other) noexcept {
+  if (this != &other) {
+    if (mapped_ > 0) munmap(data_, mapped_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    mapped_ = std::exchange(other.mapped_, 0);
+  }
+  return *this;
 }
 
 }  // namespace mx

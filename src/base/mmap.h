@@ -1,4 +1,5 @@
-// Read-only memory mapping of a whole file. Move-only; unmaps on destruction.
+// Read-only memory mapping of a whole file, and anonymous page-aligned buffers. Both move-only;
+// they unmap on destruction.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,33 @@ class MappedFile {
   size_t size_ = 0;
   bool mapped_ = false;
   std::string path_;
+};
+
+// Anonymous zero-filled memory straight from mmap: the kernel supplies zero pages as they are
+// first touched, so a large pool (the KV cache: gigabytes, mostly unused at start) costs neither
+// a multi-second memset nor resident memory until it is written. `huge_pages` asks for
+// transparent huge pages (madvise; the 2 MB pages spare the TLB on buffers streamed end to
+// end, such as weights; ignored where the kernel does not offer them). Throws std::bad_alloc
+// when the mapping fails, as a std::vector of the same size would.
+class PageBuffer {
+ public:
+  PageBuffer() = default;
+  explicit PageBuffer(size_t bytes, bool huge_pages = false);
+  ~PageBuffer();
+  PageBuffer(PageBuffer&& other) noexcept;
+  PageBuffer& operator=(PageBuffer&& other) noexcept;
+  PageBuffer(const PageBuffer&) = delete;
+  PageBuffer& operator=(const PageBuffer&) = delete;
+
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  size_t mapped_ = 0;  // bytes mapped (size_ rounded up; 0 for an empty buffer)
 };
 
 }  // namespace mx

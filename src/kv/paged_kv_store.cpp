@@ -77,8 +77,8 @@ PagedKvStore::PagedKvStore(const ModelConfig& c, int64_t page_size, int64_t n_pa
     const bool full = c.has_indexer && c.is_full_indexer_layer(l);
     full_slot_.push_back(full ? n_full_++ : -1);
   }
-  mla_.assign(static_cast<size_t>(n_pages * n_layers_ * page_size * mla_width_ * elem_), 0);
-  idx_.assign(static_cast<size_t>(n_pages * n_full_ * page_size * index_width_ * elem_), 0);
+  mla_ = PageBuffer(static_cast<size_t>(n_pages * n_layers_ * page_size * mla_width_ * elem_));
+  idx_ = PageBuffer(static_cast<size_t>(n_pages * n_full_ * page_size * index_width_ * elem_));
 }
 
 Status PagedKvStore::Reserve(int64_t seq, int64_t n_positions) {

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/mmap.h"
 #include "base/numerics.h"
 #include "base/status.h"
 #include "io/model_config.h"
@@ -74,8 +75,8 @@ class PagedKvStore final : public KvStore {
   std::vector<int64_t> full_slot_;  // [n_layers] index among full-indexer layers, or -1
   int64_t n_full_ = 0;
   std::vector<float> scales_;  // [n_layers]
-  std::vector<uint8_t> mla_;
-  std::vector<uint8_t> idx_;
+  PageBuffer mla_;             // zero pages until written: a large pool costs nothing at start
+  PageBuffer idx_;
   std::unordered_map<int64_t, std::vector<int32_t>> tables_;
 };
 
