@@ -385,6 +385,8 @@ Json GenerateObject(const Job& job, const Choice& c, const std::string& text,
 
 void Serve(Server::Impl& impl, ApiKind kind, const httplib::Request& http_req,
            httplib::Response& res) {
+  // Before the draining check: a shutdown that has not seen this mark refuses the request.
+  std::shared_ptr<void> busy = impl.MarkBusy(http_req);
   if (!impl.ready.load()) {
     return SendError(res, FromStatus(Status(StatusCode::kUnavailable, "the model is loading")));
   }
@@ -493,7 +495,7 @@ void Serve(Server::Impl& impl, ApiKind kind, const httplib::Request& http_req,
     sink.done();
     return true;
   };
-  auto releaser = [ip, job](bool /*success*/) {
+  auto releaser = [ip, job, busy](bool /*success*/) {
     // Whatever happened (finished, client gone, write error), no engine work outlives it.
     AbortAll(*job);
     ip->UnregisterJob(job->id);

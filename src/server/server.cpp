@@ -3,8 +3,13 @@
 // /abort_request, the web page; auth and error pages.
 #include "server/server.h"
 
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -26,6 +31,61 @@ void HttpServer::RaiseBacklog(int backlog) {
 }
 
 void HttpServer::StopAccepting() { ::shutdown(svr_sock_, SHUT_RDWR); }
+
+namespace {
+int PortOf(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&a)->sin_port);
+  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&a)->sin6_port);
+  return -1;
+}
+}  // namespace
+
+int HttpServer::EndKeepAlive(int port, const std::multiset<std::pair<std::string, int>>& busy) {
+  // note: httplib 0.11 offers no hook on accepted sockets, so they are found among this
+  // process's descriptors: stream sockets, not listening, whose local port is ours.
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return 0;
+  int n = 0;
+  while (const dirent* e = ::readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || fd == ::dirfd(dir)) continue;
+    struct stat st;
+    if (::fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    int type = 0, listening = 0;
+    socklen_t len = sizeof(type);
+    if (::getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+        type != SOCK_STREAM) {
+      continue;
+    }
+    len = sizeof(listening);
+    if (::getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 ||
+        listening != 0) {
+      continue;
+    }
+    sockaddr_storage addr{};
+    len = sizeof(addr);
+    if (::getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      continue;
+    }
+    if (PortOf(addr) != port) continue;
+    sockaddr_storage peer{};
+    len = sizeof(peer);
+    if (::getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &len) != 0) {
+      continue;
+    }
+    char host[INET6_ADDRSTRLEN] = "";
+    const void* a =
+        peer.ss_family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&peer)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&peer)->sin6_addr);
+    ::inet_ntop(peer.ss_family, a, host, sizeof(host));
+    if (busy.count({host, PortOf(peer)}) > 0) continue;
+    if (::shutdown(static_cast<int>(fd), SHUT_RD) == 0) ++n;
+  }
+  ::closedir(dir);
+  return n;
+}
 
 void SendError(httplib::Response& res, const ApiError& e) {
   res.status = e.http_status;
@@ -88,6 +148,31 @@ void Server::Impl::RegisterJob(const std::string& id, ActiveJob* job) {
 void Server::Impl::UnregisterJob(const std::string& id) {
   std::lock_guard<std::mutex> lock(jobs_mu);
   jobs.erase(id);
+}
+
+std::shared_ptr<void> Server::Impl::MarkBusy(const httplib::Request& req) {
+  std::pair<std::string, int> peer{req.remote_addr, req.remote_port};
+  {
+    std::lock_guard<std::mutex> lock(jobs_mu);
+    busy_peers.insert(peer);
+  }
+  return std::shared_ptr<void>(nullptr, [this, peer](void*) {
+    {
+      std::lock_guard<std::mutex> lock(jobs_mu);
+      busy_peers.erase(busy_peers.find(peer));
+    }
+    if (draining.load()) EndIdleConnections();
+  });
+}
+
+void Server::Impl::EndIdleConnections() {
+  std::multiset<std::pair<std::string, int>> busy;
+  {
+    std::lock_guard<std::mutex> lock(jobs_mu);
+    busy = busy_peers;
+  }
+  const int ended = http.EndKeepAlive(bound_port, busy);
+  MX_LOG_DEBUG("shutdown: half-closed {} idle client connection(s), {} busy", ended, busy.size());
 }
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
@@ -393,6 +478,7 @@ void Server::Shutdown() {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   s.http.StopAccepting();
+  s.EndIdleConnections();
 }
 
 }  // namespace mx::server

@@ -28,6 +28,13 @@ class HttpServer : public httplib::Server {
   // down, which would cut off responses still streaming: listen() returns once every
   // connection's handler has finished.
   void StopAccepting();
+  // Shuts the reading side of the accepted connections on `port` and returns how many: an
+  // idle keep-alive connection, which httplib would otherwise hold open for its keep-alive
+  // timeout (shutdown waited that long for each one), sees end-of-file and closes at once; a
+  // response still being written goes on, since only reading is shut, and its connection
+  // closes after it. A request whose body was still arriving is cut short.
+  // Connections whose peer (address, port) is in `busy` are left alone.
+  int EndKeepAlive(int port, const std::multiset<std::pair<std::string, int>>& busy);
 };
 
 // Engine requests belonging to one HTTP request, for /abort_request and shutdown.
@@ -55,12 +62,20 @@ struct Server::Impl {
 
   std::mutex jobs_mu;
   std::map<std::string, ActiveJob*> jobs;  // by response id ("chatcmpl-...", rid)
+  // Peers (address, port) of connections with a generation in progress: shutdown ends every
+  // other connection's keep-alive (HttpServer::EndKeepAlive), and these once they finish.
+  std::multiset<std::pair<std::string, int>> busy_peers;  // guarded by jobs_mu
 
   // The model a request names ("" = default), or a 404 listing the served ones.
   std::optional<ApiError> FindModel(const std::string& name, ServedModel** out);
   bool DeadlinePassed() const;
   void RegisterJob(const std::string& id, ActiveJob* job);
   void UnregisterJob(const std::string& id);
+  // Marks the request's connection busy until the returned handle is released (held by a
+  // streamed response's releaser, so past its last byte). Call before checking `draining`.
+  std::shared_ptr<void> MarkBusy(const httplib::Request& req);
+  // Half-closes every connection not busy (after draining has begun).
+  void EndIdleConnections();
 
   void HandleChat(const httplib::Request& req, httplib::Response& res);
   void HandleCompletion(const httplib::Request& req, httplib::Response& res);

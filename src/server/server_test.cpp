@@ -89,7 +89,7 @@ struct Harness {
   }
   ~Harness() {
     server->Shutdown();
-    thread.join();
+    if (thread.joinable()) thread.join();
   }
   httplib::Result Post(const std::string& path, const std::string& body, httplib::Headers h = {}) {
     return client->Post(path.c_str(), h, body, "application/json");
@@ -451,6 +451,43 @@ TEST(Server, ShutdownDrainsRunningStreams) {
   // New connections are refused once draining has begun.
   httplib::Client c("127.0.0.1", h->server->port());
   EXPECT_FALSE(c.Get("/health"));
+}
+
+// An idle keep-alive connection does not hold shutdown for its keep-alive timeout (5 s), and a
+// stream running at shutdown still ends with [DONE]: Run returns soon after that stream.
+TEST(Server, ShutdownEndsIdleKeepAliveConnectionsAtOnce) {
+  ServerOptions o;
+  o.shutdown_timeout = std::chrono::milliseconds(10000);
+  auto h = std::make_unique<Harness>("1234567890", o, std::chrono::milliseconds(20));
+  ASSERT_EQ(h->client->Get("/health")->status, 200);
+  std::string body;
+  std::thread t([&] {
+    httplib::Client c("127.0.0.1", h->server->port());
+    c.set_keep_alive(true);
+    auto r = c.Post("/v1/completions", R"({"prompt":"1","max_tokens":10,"ignore_eos":true,
+        "stream":true})",
+                    "application/json");
+    body = r ? r->body : "error " + httplib::to_string(r.error());
+  });
+  for (int i = 0; i < 1000; ++i) {  // until the stream is running
+    {
+      std::lock_guard<std::mutex> lock(h->shared->mu);
+      if (h->shared->active >= 1) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  httplib::Client idle("127.0.0.1", h->server->port());
+  idle.set_keep_alive(true);
+  ASSERT_EQ(idle.Get("/v1/models")->status, 200);  // its connection stays open, idle
+  const auto t0 = std::chrono::steady_clock::now();
+  h->server->Shutdown();
+  h->thread.join();  // Run has returned: every connection is closed
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  t.join();
+  auto data = SseData(body);
+  ASSERT_FALSE(data.empty()) << body;
+  EXPECT_EQ(data.back(), "[DONE]");
+  EXPECT_LT(s, 3.0) << "shutdown waited for the idle connection's keep-alive timeout";
 }
 
 TEST(Server, WebPageIsEmbeddedAndServed) {
