@@ -418,6 +418,17 @@ TEST(Server, FiveHundredTwelveConcurrentStreams) {
   EXPECT_EQ(ok.load(), kStreams);
 }
 
+// Polls (not a fixed sleep) until the fake engine runs a request.
+void WaitUntilStreaming(Harness& h) {
+  for (int i = 0; i < 1000; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(h.shared->mu);
+      if (h.shared->active >= 1) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 TEST(Server, ShutdownDrainsRunningStreams) {
   ServerOptions o;
   o.shutdown_timeout = std::chrono::milliseconds(5000);
@@ -435,13 +446,7 @@ TEST(Server, ShutdownDrainsRunningStreams) {
       body = "error " + httplib::to_string(r.error());
     }
   });
-  for (int i = 0; i < 1000; ++i) {  // until the stream is running (not a fixed sleep)
-    {
-      std::lock_guard<std::mutex> lock(h->shared->mu);
-      if (h->shared->active >= 1) break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  WaitUntilStreaming(*h);
   h->server->Shutdown();
   t.join();
   auto data = SseData(body);
@@ -469,13 +474,7 @@ TEST(Server, ShutdownEndsIdleKeepAliveConnectionsAtOnce) {
                     "application/json");
     body = r ? r->body : "error " + httplib::to_string(r.error());
   });
-  for (int i = 0; i < 1000; ++i) {  // until the stream is running
-    {
-      std::lock_guard<std::mutex> lock(h->shared->mu);
-      if (h->shared->active >= 1) break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  WaitUntilStreaming(*h);
   httplib::Client idle("127.0.0.1", h->server->port());
   idle.set_keep_alive(true);
   ASSERT_EQ(idle.Get("/v1/models")->status, 200);  // its connection stays open, idle
