@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <random>
 #include <tuple>
@@ -105,6 +106,46 @@ void Run(benchmark::State& st, KernelLevel level, bool mxfp4, bool stream, int t
       benchmark::Counter(1e-9 * m * n * k * st.iterations(), benchmark::Counter::kIsRate);
 }
 
+// The floor measured beside the kernels: the same streamed MXFP4 weight copies (codes and
+// scales, row range by row range through the same pool) read by a plain sum of 64-bit words,
+// as base/bandwidth.h reads. With --benchmark_enable_random_interleaving the repetitions of a
+// kernel and of this read alternate, so their ratio is taken in the same minutes of a noisy
+// host rather than against one probe at program start.
+void Read(benchmark::State& st, int threads) {
+  const int64_t m = st.range(0), n = st.range(1), k = st.range(2);
+  const std::vector<Weights>& copies = Copies(m, n, k, /*mxfp4=*/true);
+  ThreadPool pool(threads);
+  uint64_t sink = 0;
+  size_t c = 0;
+  auto sum = [](const uint8_t* p, int64_t bytes) {
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t i = 0;
+    for (; i + 32 <= bytes; i += 32) {
+      uint64_t w[4];
+      std::memcpy(w, p + i, 32);
+      s0 += w[0];
+      s1 += w[1];
+      s2 += w[2];
+      s3 += w[3];
+    }
+    for (; i < bytes; ++i) s0 += p[i];
+    return s0 + s1 + s2 + s3;
+  };
+  std::vector<uint64_t> part(threads);
+  for (auto _ : st) {
+    const Weights& v = copies[c++ % copies.size()];
+    pool.parallel_for(0, n, [&](int64_t lo, int64_t hi, int t) {
+      part[t] = sum(v.q.data() + lo * k / 2, (hi - lo) * k / 2) +
+                sum(v.e.data() + lo * k / 32, (hi - lo) * k / 32);
+    });
+    for (uint64_t p : part) sink += p;
+    benchmark::DoNotOptimize(sink);
+  }
+  const double bytes = n * k * 17.0 / 32;
+  st.counters["weights_GBps"] =
+      benchmark::Counter(bytes * 1e-9 * st.iterations(), benchmark::Counter::kIsRate);
+}
+
 // Best of the repetitions (--benchmark_repetitions), beside Google Benchmark's mean / median.
 void Min(benchmark::internal::Benchmark* b) {
   b->ComputeStatistics(
@@ -127,6 +168,12 @@ void DecodeShapes(benchmark::internal::Benchmark* b) {
   Min(b);
 }
 
+// GEMVs of the same 6.7 MB of MXFP4 weights with rows of 1024 ... 12288 weights (docs: the
+// streamed kernel's time grows with the row length at equal bytes; the plain read does not).
+void RowLengths(benchmark::internal::Benchmark* b) {
+  for (int64_t k : {1024, 4096, 12288}) b->Args({1, 2048 * 6144 / k, k});
+}
+
 // Two threads, as `generate` / `serve` decode on this 2-core host: wall time (the rate
 // counters follow it), the floor from the 2-thread bandwidth.
 void DecodeShapes2(benchmark::internal::Benchmark* b) {
@@ -141,13 +188,17 @@ BENCHMARK_CAPTURE(Run, mxfp4_avx2, KernelLevel::kAvx2, true, false)->Apply(Shape
 BENCHMARK_CAPTURE(Run, mxfp4_avx512, KernelLevel::kAvx512, true, false)->Apply(Shapes);
 BENCHMARK_CAPTURE(Run, bf16_avx2, KernelLevel::kAvx2, false, false)->Apply(Shapes);
 BENCHMARK_CAPTURE(Run, stream_mxfp4_avx2, KernelLevel::kAvx2, true, true)->Apply(DecodeShapes);
-BENCHMARK_CAPTURE(Run, stream_mxfp4_avx512, KernelLevel::kAvx512, true, true)->Apply(DecodeShapes);
+BENCHMARK_CAPTURE(Run, stream_mxfp4_avx512, KernelLevel::kAvx512, true, true)
+    ->Apply(DecodeShapes)
+    ->Apply(RowLengths);
 BENCHMARK_CAPTURE(Run, stream_bf16_avx2, KernelLevel::kAvx2, false, true)->Apply(DecodeShapes);
 BENCHMARK_CAPTURE(Run, stream_bf16_avx512, KernelLevel::kAvx512, false, true)->Apply(DecodeShapes);
 BENCHMARK_CAPTURE(Run, stream2_mxfp4_avx512, KernelLevel::kAvx512, true, true, 2)
     ->Apply(DecodeShapes2);
 BENCHMARK_CAPTURE(Run, stream2_bf16_avx512, KernelLevel::kAvx512, false, true, 2)
     ->Apply(DecodeShapes2);
+BENCHMARK_CAPTURE(Read, read_mxfp4, 1)->Apply(DecodeShapes)->Apply(RowLengths);
+BENCHMARK_CAPTURE(Read, read2_mxfp4, 2)->Apply(DecodeShapes2);
 
 }  // namespace
 }  // namespace mx
