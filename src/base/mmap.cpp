@@ -86,7 +86,7 @@ PageBuffer::PageBuffer(size_t bytes, bool huge_pages) : size_(bytes) {
     const uintptr_t a = reinterpret_cast<uintptr_t>(base);
     const size_t lead = ((a + kHuge - 1) / kHuge * kHuge) - a;
     if (lead > 0) munmap(base, lead);
-    if (kHuge - lead > 0) munmap(base + lead + want, kHuge - lead);
+    munmap(base + lead + want, kHuge - lead);  // lead < kHuge: the tail is never empty
     base += lead;
     madvise(base, want, MADV_HUGEPAGE);  // advice only: without THP the pages stay 4 KB
   }

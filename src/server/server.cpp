@@ -48,30 +48,28 @@ int HttpServer::EndKeepAlive(int port, const std::multiset<std::pair<std::string
   int n = 0;
   while (const dirent* e = ::readdir(dir)) {
     char* end = nullptr;
-    const long fd = std::strtol(e->d_name, &end, 10);
+    const int fd = static_cast<int>(std::strtol(e->d_name, &end, 10));
     if (end == e->d_name || *end != '\0' || fd == ::dirfd(dir)) continue;
     struct stat st;
-    if (::fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
     int type = 0, listening = 0;
     socklen_t len = sizeof(type);
-    if (::getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
-        type != SOCK_STREAM) {
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) {
       continue;
     }
     len = sizeof(listening);
-    if (::getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 ||
-        listening != 0) {
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening != 0) {
       continue;
     }
     sockaddr_storage addr{};
     len = sizeof(addr);
-    if (::getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
       continue;
     }
     if (PortOf(addr) != port) continue;
     sockaddr_storage peer{};
     len = sizeof(peer);
-    if (::getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &len) != 0) {
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) {
       continue;
     }
     char host[INET6_ADDRSTRLEN] = "";
@@ -81,7 +79,7 @@ int HttpServer::EndKeepAlive(int port, const std::multiset<std::pair<std::string
             : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&peer)->sin6_addr);
     ::inet_ntop(peer.ss_family, a, host, sizeof(host));
     if (busy.count({host, PortOf(peer)}) > 0) continue;
-    if (::shutdown(static_cast<int>(fd), SHUT_RD) == 0) ++n;
+    if (::shutdown(fd, SHUT_RD) == 0) ++n;
   }
   ::closedir(dir);
   return n;

@@ -28,12 +28,10 @@ class HttpServer : public httplib::Server {
   // down, which would cut off responses still streaming: listen() returns once every
   // connection's handler has finished.
   void StopAccepting();
-  // Shuts the reading side of the accepted connections on `port` and returns how many: an
-  // idle keep-alive connection, which httplib would otherwise hold open for its keep-alive
-  // timeout (shutdown waited that long for each one), sees end-of-file and closes at once; a
-  // response still being written goes on, since only reading is shut, and its connection
-  // closes after it. A request whose body was still arriving is cut short.
-  // Connections whose peer (address, port) is in `busy` are left alone.
+  // Shuts the reading side of the accepted connections on `port` whose peer (address, port)
+  // is not in `busy`, and returns how many: an idle keep-alive connection, which httplib would
+  // otherwise hold open for its keep-alive timeout, sees end-of-file and closes at once. A
+  // streamed response must be in `busy`: httplib ends one whose socket reads end-of-file.
   int EndKeepAlive(int port, const std::multiset<std::pair<std::string, int>>& busy);
 };
 

@@ -418,6 +418,24 @@ TEST(Server, FiveHundredTwelveConcurrentStreams) {
   EXPECT_EQ(ok.load(), kStreams);
 }
 
+// Posts a streamed 10-token completion from a thread and client of its own; *body gets the
+// response body, or "status N ..." / "error ..." when there is none to check.
+std::thread StreamCompletion(Harness& h, std::string* body, bool keep_alive) {
+  return std::thread([&h, body, keep_alive] {
+    httplib::Client c("127.0.0.1", h.server->port());
+    c.set_keep_alive(keep_alive);
+    c.set_read_timeout(30);
+    auto r = c.Post("/v1/completions", R"({"prompt":"1","max_tokens":10,"ignore_eos":true,
+        "stream":true})",
+                    "application/json");
+    if (!r) {
+      *body = "error " + httplib::to_string(r.error());
+    } else {
+      *body = r->status == 200 ? r->body : "status " + std::to_string(r->status) + " " + r->body;
+    }
+  });
+}
+
 // Polls (not a fixed sleep) until the fake engine runs a request.
 void WaitUntilStreaming(Harness& h) {
   for (int i = 0; i < 1000; ++i) {
@@ -436,16 +454,7 @@ TEST(Server, ShutdownDrainsRunningStreams) {
   // Serving (the worker pool is up) before the stream starts.
   ASSERT_EQ(h->client->Get("/health")->status, 200);
   std::string body;
-  std::thread t([&] {
-    auto r = h->Post("/v1/completions", R"({"prompt":"1","max_tokens":10,"ignore_eos":true,
-        "stream":true})");
-    if (r) {
-      body = r->body;
-      if (r->status != 200) body = "status " + std::to_string(r->status) + " " + body;
-    } else {
-      body = "error " + httplib::to_string(r.error());
-    }
-  });
+  std::thread t = StreamCompletion(*h, &body, /*keep_alive=*/false);
   WaitUntilStreaming(*h);
   h->server->Shutdown();
   t.join();
@@ -466,14 +475,7 @@ TEST(Server, ShutdownEndsIdleKeepAliveConnectionsAtOnce) {
   auto h = std::make_unique<Harness>("1234567890", o, std::chrono::milliseconds(20));
   ASSERT_EQ(h->client->Get("/health")->status, 200);
   std::string body;
-  std::thread t([&] {
-    httplib::Client c("127.0.0.1", h->server->port());
-    c.set_keep_alive(true);
-    auto r = c.Post("/v1/completions", R"({"prompt":"1","max_tokens":10,"ignore_eos":true,
-        "stream":true})",
-                    "application/json");
-    body = r ? r->body : "error " + httplib::to_string(r.error());
-  });
+  std::thread t = StreamCompletion(*h, &body, /*keep_alive=*/true);
   WaitUntilStreaming(*h);
   httplib::Client idle("127.0.0.1", h->server->port());
   idle.set_keep_alive(true);
