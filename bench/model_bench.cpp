@@ -21,7 +21,6 @@
 #include <filesystem>
 #include <map>
 #include <random>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -37,6 +36,7 @@
 #include "model/moe.h"
 #include "model/moe_tuning.h"
 #include "model/tensor_plan.h"
+#include "model/weight_bytes.h"
 #include "quant/quantizer.h"
 
 namespace fs = std::filesystem;
@@ -92,45 +92,6 @@ mx::Status WriteRandomCheckpoint(const std::string& config_path, const std::stri
     }));
   }
   return w.Write(dir);
-}
-
-int64_t Bytes(const mx::LinearWeight& w) {
-  if (w.is_mxfp4()) return w.n * (w.k / 2) + w.n * (w.k / 32);
-  return w.n * w.k * (w.dtype == mx::DType::kF32 ? 4 : 2);
-}
-
-// Bytes of the weights one step touches, given the experts the router chose per MoE layer.
-double TouchedBytes(const mx::Model& m, const mx::ForwardOutput& out) {
-  const mx::ModelWeights& w = m.weights();
-  double b = static_cast<double>(Bytes(w.lm_head));
-  for (size_t l = 0; l < w.layers.size(); ++l) {
-    const mx::LayerWeights& lw = w.layers[l];
-    for (const mx::LinearWeight* x :
-         {&lw.attn.q_a_proj, &lw.attn.q_b_proj, &lw.attn.kv_a_proj_with_mqa, &lw.attn.kv_b_proj,
-          &lw.attn.o_proj}) {
-      b += static_cast<double>(Bytes(*x));
-    }
-    if (lw.has_indexer) {
-      for (const mx::LinearWeight* x :
-           {&lw.indexer.wq_b, &lw.indexer.wk, &lw.indexer.weights_proj}) {
-        b += static_cast<double>(Bytes(*x));
-      }
-    }
-    auto mlp = [&](const mx::MlpWeights& e) {
-      return static_cast<double>(Bytes(e.gate_proj) + Bytes(e.up_proj) + Bytes(e.down_proj));
-    };
-    if (!lw.is_moe) {
-      b += mlp(lw.mlp);
-      continue;
-    }
-    b += static_cast<double>(Bytes(lw.moe.gate));
-    if (lw.moe.has_shared) b += mlp(lw.moe.shared_experts);
-    const auto it = out.router.find(static_cast<int64_t>(l));
-    if (it == out.router.end()) continue;
-    const std::set<int32_t> used(it->second.experts.begin(), it->second.experts.end());
-    for (int32_t e : used) b += mlp(lw.moe.experts[e]);
-  }
-  return b;
 }
 
 struct Result {
@@ -270,7 +231,7 @@ int main(int argc, char** argv) {
           auto out = (*model)->Forward(fb, o, kv, kt, pool);
           const double t = Now() - t0;
           if (!out.ok()) Die(out.status().ToString());
-          if (t < best.seconds) best = {t, TouchedBytes(**model, *out)};
+          if (t < best.seconds) best = {t, mx::StepWeightBytes((*model)->weights(), out->router)};
         }
       }
       const double floor = best.bytes / (bw * 1e9);

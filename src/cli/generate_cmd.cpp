@@ -19,7 +19,7 @@
 #include "model/kv_store.h"
 #include "model/model.h"
 #include "model/moe.h"
-#include "model/tensor_plan.h"
+#include "model/weight_bytes.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -137,6 +137,8 @@ int RunGenerate(const GenerateArgs& a) {
            cfg.eos_token_ids.end();
   };
   std::string finish = "length";
+  opts.want_router = true;  // decode steps: which routed experts each step reads
+  double decode_bytes = 0;  // Σ StepWeightBytes over the decode steps
   while (true) {
     generated.push_back(next);
     if (detok) {
@@ -153,6 +155,7 @@ int RunGenerate(const GenerateArgs& a) {
     step.seqs.push_back({seq, pos, {next}, {}});
     auto o = model.Forward(step, opts, kv, **kt, pool);
     if (!o.ok()) return Fail(o.status().message());
+    decode_bytes += StepWeightBytes(model.weights(), o->router);
     ++pos;
     next = sampler.Sample(std::span<const float>(o->logits.data(), V));
   }
@@ -171,9 +174,8 @@ int RunGenerate(const GenerateArgs& a) {
   const double prefill_s = std::chrono::duration<double>(t1 - t0).count();
   const double decode_s = std::chrono::duration<double>(t2 - t1).count();
   const int64_t decode_steps = static_cast<int64_t>(generated.size()) - 1;
-  const ParamSummary ps = Summarize(cfg, ExpectedTensors(cfg));
-  // Weights touched per decode token: every active parameter (bf16 weights: 2 bytes each).
-  const double bytes_per_token = static_cast<double>(ps.active_params) * 2.0;
+  // Weights read per decode token, in their stored formats (model/weight_bytes.h).
+  const double bytes_per_token = decode_steps > 0 ? decode_bytes / decode_steps : 0.0;
   const double bw = MeasureReadBandwidthGBps(pool, size_t{128} << 20, 2);
   const double decode_tps = decode_steps > 0 ? decode_steps / decode_s : 0.0;
   const double achieved = decode_tps * bytes_per_token / 1e9;
@@ -182,7 +184,7 @@ int RunGenerate(const GenerateArgs& a) {
       "\n[generate] kernels %s, %d threads, MoE config %s; prompt %zu tokens, generated %zu "
       "(%s)\n"
       "[generate] prefill %.1f tok/s (%.3f s); decode %.1f tok/s (%.3f s)\n"
-      "[generate] weights touched per token %.2f MB; achieved %.2f GB/s of %.2f GB/s "
+      "[generate] weights read per decode token %.2f MB; achieved %.2f GB/s of %.2f GB/s "
       "measured read bandwidth (%.1f%%)\n",
       KernelLevelName((*kt)->level), pool.size(),
       moe.tuned ? moe.file.c_str() : "default (untuned)", prompt.size(), generated.size(),

@@ -15,6 +15,8 @@
 
 #include "model/model.h"
 #include "model/model_test_util.h"
+#include "model/tensor_plan.h"
+#include "model/weight_bytes.h"
 #include "quant/quantizer.h"
 
 namespace mx {
@@ -207,6 +209,55 @@ TEST(Mxfp4Weights, Mxfp4WithoutConfigFails) {
   EXPECT_NE(m.status().message().find("has no MXFP4 (quark fp4) quantization_config"),
             std::string::npos)
       << m.status().message();
+}
+
+// One decode step's weight bytes, recomputed from the config's tensor list: every 2-D weight of
+// the main model but the embedding, routed experts only where the router picked them, MXFP4
+// experts at 17/32 bytes per weight (codes and E8M0 scales), the rest at bf16's 2.
+double ExpectedStepBytes(const ModelConfig& c, const ForwardOutput& out, bool mxfp4_experts) {
+  double b = 0;
+  for (const TensorSpec& s : ExpectedTensors(c)) {
+    if (s.shape.size() != 2 || s.name == "model.embed_tokens.weight") continue;
+    if (s.layer >= c.num_hidden_layers) continue;  // the MTP layer
+    const double n = static_cast<double>(s.numel());
+    if (!s.routed_expert) {
+      b += n * (s.dtype == DType::kF32 ? 4 : 2);
+      continue;
+    }
+    const std::string pre = fmt::format("model.layers.{}.mlp.experts.", s.layer);
+    const int e = std::stoi(s.name.substr(pre.size()));
+    const auto& picked = out.router.at(s.layer).experts;
+    if (std::find(picked.begin(), picked.end(), e) == picked.end()) continue;
+    b += mxfp4_experts ? n * 17 / 32 : n * 2;
+  }
+  return b;
+}
+
+TEST(Mxfp4Weights, StepWeightBytesCountsStoredFormatAndPickedExperts) {
+  auto q = Model::Load(QuantizedTiny());
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  const Model& base = TestModel("tiny");
+  const Model* quantized = q->get();
+  for (const Model* m : {&base, quantized}) {
+    ContiguousKvStore kv(m->config(), 64);
+    ForwardBatch b;
+    SequenceInput s;
+    s.seq = kv.AddSequence();
+    s.tokens = {7, 100, 3};  // 3 rows: up to 6 of the 8 experts per layer
+    b.seqs.push_back(s);
+    ForwardOptions opts;
+    opts.want_router = true;
+    ThreadPool pool(1);
+    auto out = m->Forward(b, opts, kv, SelectKernels(), pool);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_EQ(out->router.size(), 3u);  // layers 1..3 are MoE
+    const bool mx = m != &base;
+    const double want = ExpectedStepBytes(m->config(), *out, mx);
+    EXPECT_EQ(StepWeightBytes(m->weights(), out->router), want) << (mx ? "mxfp4" : "bf16");
+    // Without the router's choices no routed expert counts, and fewer bytes remain.
+    EXPECT_LT(StepWeightBytes(m->weights(), {}), want);
+  }
+  EXPECT_EQ(WeightBytes(q->get()->weights().layers[1].moe.experts[0].gate_proj), 32 * 64 * 17 / 32);
 }
 
 }  // namespace

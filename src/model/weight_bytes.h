@@ -1,0 +1,25 @@
+// How many bytes of weights a forward step streams: the numerator of a decode step's
+// bandwidth floor (`generate` and bench/model_bench report achieved GB/s and % of floor from it).
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "model/forward_batch.h"
+#include "model/weights.h"
+
+namespace mx {
+
+// Bytes `w` occupies in the layout the kernels read: MXFP4 codes and E8M0 scales (4.25 bits per
+// weight), bf16 2 and fp32 4 bytes per weight; 0 for an empty weight (another rank's expert).
+int64_t WeightBytes(const LinearWeight& w);
+
+// Bytes of the weights one forward step of the main model reads: the lm_head and every linear
+// weight of the decoder layers (attention, indexer, dense FFN, router, shared experts), each
+// routed expert counted once if any row of the step picked it. Not counted: the embedding (a
+// step reads one row of it per token), norm vectors, and the MTP layer. `router`: the step's
+// ForwardOutput::router (run it with ForwardOptions::want_router); a MoE layer missing from it
+// counts no routed expert.
+double StepWeightBytes(const ModelWeights& w, const std::map<int64_t, RouterChoice>& router);
+
+}  // namespace mx
