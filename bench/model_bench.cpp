@@ -11,8 +11,9 @@
 //
 //   model_bench [dir=/tmp/mxserve-bench-scale] [threads=0] [repeats=3] [steps=8]
 //               [config=../shared/configs/bench-scale.json] [batches=1,8,32] [prefill=512]
-//               [context=128] [mxfp4=1] [tuned=1 (the MoE config from configs/moe/; 0: default)]
-//               [spin_us=200 (how long idle pool workers poll before sleeping; 0: sleep at once)]
+//               [context=128] [mxfp4=1] [bf16=1 (0: the MXFP4 checkpoint alone)] [tuned=1 (the MoE
+//               config from configs/moe/; 0: default)] [spin_us=200 (how long idle pool workers
+//               poll before sleeping; 0: sleep at once)]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -112,6 +113,7 @@ int main(int argc, char** argv) {
       {"prefill", "512"},
       {"context", "128"},
       {"mxfp4", "1"},
+      {"bf16", "1"},
       {"tuned", "1"},
       {"spin_us", std::to_string(mx::ThreadPool::kDefaultSpinUs)},
   };
@@ -188,8 +190,10 @@ int main(int argc, char** argv) {
   }
   const int64_t ctx = std::stoll(a["context"]), steps = std::stoll(a["steps"]);
   const int64_t n_prefill = std::stoll(a["prefill"]);
-  for (const std::string& dir :
-       with_mx ? std::vector<std::string>{bf16_dir, mx_dir} : std::vector<std::string>{bf16_dir}) {
+  std::vector<std::string> dirs;
+  if (a["bf16"] == "1") dirs.push_back(bf16_dir);
+  if (with_mx) dirs.push_back(mx_dir);
+  for (const std::string& dir : dirs) {
     auto model = mx::Model::Load(dir);
     if (!model.ok()) Die(model.status().ToString());
     const mx::ModelConfig& c = (*model)->config();
