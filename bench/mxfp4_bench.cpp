@@ -3,8 +3,8 @@
 // weight bytes read per second (weights_GBps), that as a percentage of the 1-thread read bandwidth
 // (floor_pct: 100 = the call takes exactly weight bytes / bandwidth) and multiply-adds per
 // second; the ratio mxfp4 / bf16 at the same level and shape is the figure of merit (docs:
-// issue 7). The plain benchmarks reuse one weight copy, which the 32 MB L3 may hold; the
-// `stream_` ones cycle through copies worth > 96 MB, so every call reads its weights from
+// issue 7). The plain benchmarks reuse one weight copy, which the L3 may hold; the
+// `stream_` ones cycle through copies worth 4× the L3, so every call reads its weights from
 // memory, as a decode step reads each expert once; `stream2_` ones do that with 2 threads (wall
 // time, floor from the 2-thread bandwidth), as decode runs here. Before the benchmarks the
 // program measures the read bandwidth with 1 and 2 threads (base/bandwidth.h, best of 5, as
@@ -55,14 +55,18 @@ const Weights& Get(int64_t m, int64_t n, int64_t k) {
   return w;
 }
 
-// Copies of Get(m, n, k)'s weights of one format, together > 96 MB (3× the L3).
+// Copies of Get(m, n, k)'s weights of one format, together StreamBytes() (base/bandwidth.h: 4×
+// the last-level cache, at least 256 MB), so that cycling through them reads memory. Only the
+// latest shape's copies are kept (on a 480 MB-L3 host each set is ~1.9 GB).
 const std::vector<Weights>& Copies(int64_t m, int64_t n, int64_t k, bool mxfp4) {
-  static std::map<std::tuple<int64_t, int64_t, int64_t, bool>, std::vector<Weights>> cache;
-  std::vector<Weights>& c = cache[{m, n, k, mxfp4}];
-  if (c.empty()) {
+  static std::tuple<int64_t, int64_t, bool> key{-1, -1, false};
+  static std::vector<Weights> c;
+  if (key != std::tuple<int64_t, int64_t, bool>{n, k, mxfp4}) {
+    c.clear();
+    key = {n, k, mxfp4};
     const Weights& w = Get(m, n, k);
     const double bytes = mxfp4 ? n * k * 17.0 / 32 : n * k * 2.0;
-    c.resize(std::max<size_t>(2, static_cast<size_t>(96e6 / bytes) + 1));
+    c.resize(std::max<size_t>(2, static_cast<size_t>(StreamBytes() / bytes) + 1));
     for (Weights& v : c) {
       if (mxfp4) {
         v.q = w.q;
@@ -220,11 +224,12 @@ int main(int argc, char** argv) {
     }
   }
   std::printf(
-      "read bandwidth (base/bandwidth.h, 256 MB, best of 5): 1 thread %.1f GB/s, 2 threads %.1f "
+      "last-level cache %.0f MB; read bandwidth (base/bandwidth.h, %.0f MB, best of 5): 1 thread "
+      "%.1f GB/s, 2 threads %.1f "
       "GB/s; MXFP4 GEMV 1x2048x6144 floor (6.68 MB at 4.25 bits/weight): %.0f us (1 thread), "
       "%.0f us (2 threads)\n",
-      mx::g_bw1, mx::g_bw2, 2048 * 6144 * 17.0 / 32 / mx::g_bw1 * 1e-3,
-      2048 * 6144 * 17.0 / 32 / mx::g_bw2 * 1e-3);
+      mx::LastLevelCacheBytes() / 1e6, mx::StreamBytes() / 1e6, mx::g_bw1, mx::g_bw2,
+      2048 * 6144 * 17.0 / 32 / mx::g_bw1 * 1e-3, 2048 * 6144 * 17.0 / 32 / mx::g_bw2 * 1e-3);
   std::fflush(stdout);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -5,11 +5,61 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
+#include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace mx {
 
+namespace {
+
+// Σ p[lo..hi); with `prefetch`, one prefetch per 64-byte line, 8 KB ahead.
+uint64_t Sum(const uint64_t* p, int64_t lo, int64_t hi, bool prefetch) {
+  constexpr int64_t kAhead = 8192 / sizeof(uint64_t);
+  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t i = lo;
+  for (; i + 8 <= hi; i += 8) {
+    if (prefetch) __builtin_prefetch(p + i + kAhead, 0, 3);
+    s0 += p[i] + p[i + 4];
+    s1 += p[i + 1] + p[i + 5];
+    s2 += p[i + 2] + p[i + 6];
+    s3 += p[i + 3] + p[i + 7];
+  }
+  for (; i < hi; ++i) s0 += p[i];
+  return s0 + s1 + s2 + s3;
+}
+
+}  // namespace
+
+int64_t LastLevelCacheBytes() {
+  static const int64_t bytes = [] {
+    int64_t best = 0;
+    for (int i = 0; i < 8; ++i) {  // /sys/.../cache/indexI/size: "32K", "2048K", "480M"
+      std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
+      std::string s;
+      if (!(f >> s) || s.empty()) continue;
+      int64_t v = 0;
+      size_t at = 0;
+      while (at < s.size() && s[at] >= '0' && s[at] <= '9') v = v * 10 + (s[at++] - '0');
+      if (at < s.size() && (s[at] == 'K' || s[at] == 'k')) v <<= 10;
+      if (at < s.size() && (s[at] == 'M' || s[at] == 'm')) v <<= 20;
+      if (at < s.size() && (s[at] == 'G' || s[at] == 'g')) v <<= 30;
+      best = std::max(best, v);
+    }
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    if (best == 0) best = std::max<int64_t>(0, sysconf(_SC_LEVEL3_CACHE_SIZE));
+#endif
+    return best > 0 ? best : int64_t{32} << 20;
+  }();
+  return bytes;
+}
+
+int64_t StreamBytes() { return std::max(int64_t{256} << 20, 4 * LastLevelCacheBytes()); }
+
 double MeasureReadBandwidthGBps(ThreadPool& pool, size_t bytes, int passes) {
+  if (bytes == 0) bytes = static_cast<size_t>(StreamBytes());
   const size_t n = bytes / sizeof(uint64_t);
   std::vector<uint64_t> buf(n);
   pool.parallel_for(0, static_cast<int64_t>(n), [&](int64_t lo, int64_t hi, int) {
@@ -18,21 +68,14 @@ double MeasureReadBandwidthGBps(ThreadPool& pool, size_t bytes, int passes) {
   double best = 0;
   std::atomic<uint64_t> sink{0};
   for (int p = 0; p < passes; ++p) {
-    auto t0 = std::chrono::steady_clock::now();
-    pool.parallel_for(0, static_cast<int64_t>(n), [&](int64_t lo, int64_t hi, int) {
-      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      int64_t i = lo;
-      for (; i + 4 <= hi; i += 4) {
-        s0 += buf[i];
-        s1 += buf[i + 1];
-        s2 += buf[i + 2];
-        s3 += buf[i + 3];
-      }
-      for (; i < hi; ++i) s0 += buf[i];
-      sink += s0 + s1 + s2 + s3;
-    });
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, static_cast<double>(bytes) / s / 1e9);
+    for (bool prefetch : {false, true}) {
+      auto t0 = std::chrono::steady_clock::now();
+      pool.parallel_for(0, static_cast<int64_t>(n), [&](int64_t lo, int64_t hi, int) {
+        sink += Sum(buf.data(), lo, hi, prefetch);
+      });
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      best = std::max(best, static_cast<double>(n * sizeof(uint64_t)) / s / 1e9);
+    }
   }
   return sink.load() == 42 ? best + 1e-12 : best;
 }

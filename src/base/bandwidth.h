@@ -4,11 +4,27 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "base/thread_pool.h"
 
 namespace mx {
 
-double MeasureReadBandwidthGBps(ThreadPool& pool, size_t bytes = size_t{256} << 20, int passes = 3);
+// Each pass reads the buffer twice, with plain loads and with software prefetch 8 KB ahead
+// (as the GEMV kernels read their weights); the best of all is returned. note: on the 2-core
+// EPYC host in a high-latency period the plain read reached 40% of the prefetched one (2
+// threads: 337-393 vs 128-138 µs for 6.7 MB), so a probe without prefetch understates what a
+// kernel can pull and a "% of floor" above 100% follows.
+// `bytes` = 0: StreamBytes(), so that the probe reads memory and not the last-level cache.
+double MeasureReadBandwidthGBps(ThreadPool& pool, size_t bytes = 0, int passes = 3);
+
+// The largest CPU cache's size in bytes (Linux sysfs, else sysconf), or 32 MB when neither says.
+int64_t LastLevelCacheBytes();
+
+// How much data a benchmark must stream through so that it reads memory, not a cache: 4 times
+// the last-level cache, at least 256 MB. note: hosts of this project range from a 32 MB L3
+// (AMD EPYC) to a 480 MB one (an Intel Xeon with AMX), which held the old fixed 96-256 MB
+// "streamed" buffers whole.
+int64_t StreamBytes();
 
 }  // namespace mx

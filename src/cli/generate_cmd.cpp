@@ -176,7 +176,7 @@ int RunGenerate(const GenerateArgs& a) {
   const int64_t decode_steps = static_cast<int64_t>(generated.size()) - 1;
   // Weights read per decode token, in their stored formats (model/weight_bytes.h).
   const double bytes_per_token = decode_steps > 0 ? decode_bytes / decode_steps : 0.0;
-  const double bw = MeasureReadBandwidthGBps(pool, size_t{128} << 20, 2);
+  const double bw = MeasureReadBandwidthGBps(pool, 0, 2);
   const double decode_tps = decode_steps > 0 ? decode_steps / decode_s : 0.0;
   const double achieved = decode_tps * bytes_per_token / 1e9;
   std::fprintf(
