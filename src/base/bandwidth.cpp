@@ -56,7 +56,9 @@ int64_t LastLevelCacheBytes() {
   return bytes;
 }
 
-int64_t StreamBytes() { return std::max(int64_t{256} << 20, 4 * LastLevelCacheBytes()); }
+int64_t StreamBytes() {
+  return std::clamp(4 * LastLevelCacheBytes(), int64_t{256} << 20, int64_t{4} << 30);
+}
 
 double MeasureReadBandwidthGBps(ThreadPool& pool, size_t bytes, int passes) {
   if (bytes == 0) bytes = static_cast<size_t>(StreamBytes());

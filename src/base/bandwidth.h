@@ -22,9 +22,9 @@ double MeasureReadBandwidthGBps(ThreadPool& pool, size_t bytes = 0, int passes =
 int64_t LastLevelCacheBytes();
 
 // How much data a benchmark must stream through so that it reads memory, not a cache: 4 times
-// the last-level cache, at least 256 MB. note: hosts of this project range from a 32 MB L3
-// (AMD EPYC) to a 480 MB one (an Intel Xeon with AMX), which held the old fixed 96-256 MB
-// "streamed" buffers whole.
+// the last-level cache, at least 256 MB and at most 4 GB (the probe allocates it). note: hosts of
+// this project range from a 32 MB L3 (AMD EPYC) to a 480 MB one (an Intel Xeon with AMX), which
+// held the old fixed 96-256 MB "streamed" buffers whole.
 int64_t StreamBytes();
 
 }  // namespace mx
