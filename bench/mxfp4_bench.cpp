@@ -56,14 +56,16 @@ const Weights& Get(int64_t m, int64_t n, int64_t k) {
 }
 
 // Copies of Get(m, n, k)'s weights of one format, together StreamBytes() (base/bandwidth.h: 4×
-// the last-level cache, at least 256 MB), so that cycling through them reads memory. Only the
-// latest shape's copies are kept (on a 480 MB-L3 host each set is ~1.9 GB).
+// the last-level cache, at least 256 MB), so that cycling through them reads memory. One set per
+// format and weight count n·k (every streamed shape here has 2048·6144 weights, so interleaved
+// repetitions never rebuild a set; its bytes are the first such shape's, equally random).
+// The reference stays valid until a call with another n·k of that format.
 const std::vector<Weights>& Copies(int64_t m, int64_t n, int64_t k, bool mxfp4) {
-  static std::tuple<int64_t, int64_t, bool> key{-1, -1, false};
-  static std::vector<Weights> c;
-  if (key != std::tuple<int64_t, int64_t, bool>{n, k, mxfp4}) {
+  static std::map<bool, std::pair<int64_t, std::vector<Weights>>> sets;
+  auto& [numel, c] = sets[mxfp4];
+  if (numel != n * k) {
     c.clear();
-    key = {n, k, mxfp4};
+    numel = n * k;
     const Weights& w = Get(m, n, k);
     const double bytes = mxfp4 ? n * k * 17.0 / 32 : n * k * 2.0;
     c.resize(std::max<size_t>(2, static_cast<size_t>(StreamBytes() / bytes) + 1));
@@ -128,7 +130,7 @@ void Read(benchmark::State& st, int threads, bool prefetch = false) {
     uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     int64_t i = 0;
     for (; i + 32 <= bytes; i += 32) {
-      if (prefetch && (i & 63) == 0) __builtin_prefetch(p + i + 8192, 0, 3);
+      if (prefetch && (i & 63) == 0 && i + 8192 < bytes) __builtin_prefetch(p + i + 8192, 0, 3);
       uint64_t w[4];
       std::memcpy(w, p + i, 32);
       s0 += w[0];

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -21,7 +22,7 @@ uint64_t Sum(const uint64_t* p, int64_t lo, int64_t hi, bool prefetch) {
   uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   int64_t i = lo;
   for (; i + 8 <= hi; i += 8) {
-    if (prefetch) __builtin_prefetch(p + i + kAhead, 0, 3);
+    if (prefetch && i + kAhead < hi) __builtin_prefetch(p + i + kAhead, 0, 3);
     s0 += p[i] + p[i + 4];
     s1 += p[i + 1] + p[i + 5];
     s2 += p[i + 2] + p[i + 6];
@@ -33,20 +34,42 @@ uint64_t Sum(const uint64_t* p, int64_t lo, int64_t hi, bool prefetch) {
 
 }  // namespace
 
+int64_t ParseCacheSize(std::string_view s) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end == s.data() || v < 0) return 0;
+  std::string_view rest(end, s.data() + s.size() - end);
+  int shift = 0;
+  if (!rest.empty()) {
+    switch (rest[0]) {
+      case 'K':
+      case 'k':
+        shift = 10;
+        break;
+      case 'M':
+      case 'm':
+        shift = 20;
+        break;
+      case 'G':
+      case 'g':
+        shift = 30;
+        break;
+      default:
+        return 0;
+    }
+    rest.remove_prefix(1);
+  }
+  if (!rest.empty() || v > (int64_t{1} << (40 - shift))) return 0;
+  return v << shift;
+}
+
 int64_t LastLevelCacheBytes() {
   static const int64_t bytes = [] {
     int64_t best = 0;
-    for (int i = 0; i < 8; ++i) {  // /sys/.../cache/indexI/size: "32K", "2048K", "480M"
+    for (int i = 0; i < 8; ++i) {
       std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
       std::string s;
-      if (!(f >> s) || s.empty()) continue;
-      int64_t v = 0;
-      size_t at = 0;
-      while (at < s.size() && s[at] >= '0' && s[at] <= '9') v = v * 10 + (s[at++] - '0');
-      if (at < s.size() && (s[at] == 'K' || s[at] == 'k')) v <<= 10;
-      if (at < s.size() && (s[at] == 'M' || s[at] == 'm')) v <<= 20;
-      if (at < s.size() && (s[at] == 'G' || s[at] == 'g')) v <<= 30;
-      best = std::max(best, v);
+      if (f >> s) best = std::max(best, ParseCacheSize(s));
     }
 #ifdef _SC_LEVEL3_CACHE_SIZE
     if (best == 0) best = std::max<int64_t>(0, sysconf(_SC_LEVEL3_CACHE_SIZE));

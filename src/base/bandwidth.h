@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "base/thread_pool.h"
 
@@ -18,8 +19,13 @@ namespace mx {
 // `bytes` = 0: StreamBytes(), so that the probe reads memory and not the last-level cache.
 double MeasureReadBandwidthGBps(ThreadPool& pool, size_t bytes = 0, int passes = 3);
 
-// The largest CPU cache's size in bytes (Linux sysfs, else sysconf), or 32 MB when neither says.
+// The largest cache of cpu0 in bytes (Linux sysfs, else sysconf), or 32 MB when neither says.
+// note: on a part whose L3 is split between core complexes (AMD EPYC) this is one slice.
 int64_t LastLevelCacheBytes();
+
+// A sysfs cache size ("48K", "491520K", "480M", "1G", "512"), or 0 when `s` is not a number
+// with an optional K/M/G suffix or exceeds 1 TB.
+int64_t ParseCacheSize(std::string_view s);
 
 // How much data a benchmark must stream through so that it reads memory, not a cache: 4 times
 // the last-level cache, at least 256 MB and at most 4 GB (the probe allocates it). note: hosts of

@@ -28,6 +28,18 @@ TEST(Bandwidth, OddSizesAreRead) {
   EXPECT_GT(gbps, 0);
 }
 
+TEST(Bandwidth, ParsesSysfsCacheSizes) {
+  EXPECT_EQ(ParseCacheSize("48K"), 48 << 10);
+  EXPECT_EQ(ParseCacheSize("491520K"), int64_t{480} << 20);
+  EXPECT_EQ(ParseCacheSize("480M"), int64_t{480} << 20);
+  EXPECT_EQ(ParseCacheSize("1G"), int64_t{1} << 30);
+  EXPECT_EQ(ParseCacheSize("512"), 512);
+  for (const char* bad : {"", "K", "-4K", "12Q", "12KB", " 8K", "99999999999999999999", "2000G",
+                          "9223372036854775807K"}) {
+    EXPECT_EQ(ParseCacheSize(bad), 0) << "'" << bad << "'";
+  }
+}
+
 TEST(Bandwidth, StreamBytesExceedTheLastLevelCache) {
   const int64_t llc = LastLevelCacheBytes();
   EXPECT_GE(llc, int64_t{1} << 10);  // at least a KB: a parsed size, not 0 or a bare "K"

@@ -106,6 +106,9 @@ int RunGenerate(const GenerateArgs& a) {
   }
 
   ThreadPool pool(Globals().threads);
+  // Before the KV cache and the generation: the probe streams 4× the last-level cache (up to
+  // 4 GB, base/bandwidth.h) and frees it again.
+  const double bw = MeasureReadBandwidthGBps(pool, 0, 2);
   auto kv_or = MakeOfflineKvStore(cfg, a.kv_cache_dtype, total);
   if (!kv_or.ok()) return Fail(kv_or.status().message());
   KvStore& kv = **kv_or;
@@ -176,7 +179,6 @@ int RunGenerate(const GenerateArgs& a) {
   const int64_t decode_steps = static_cast<int64_t>(generated.size()) - 1;
   // Weights read per decode token, in their stored formats (model/weight_bytes.h).
   const double bytes_per_token = decode_steps > 0 ? decode_bytes / decode_steps : 0.0;
-  const double bw = MeasureReadBandwidthGBps(pool, 0, 2);
   const double decode_tps = decode_steps > 0 ? decode_steps / decode_s : 0.0;
   const double achieved = decode_tps * bytes_per_token / 1e9;
   std::fprintf(

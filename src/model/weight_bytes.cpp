@@ -3,6 +3,8 @@
 
 #include <set>
 
+#include "base/check.h"
+
 namespace mx {
 
 int64_t WeightBytes(const LinearWeight& w) {
@@ -35,7 +37,9 @@ double StepWeightBytes(const ModelWeights& w, const std::map<int64_t, RouterChoi
     const auto it = router.find(static_cast<int64_t>(l));
     if (it == router.end()) continue;
     for (int32_t e : std::set<int32_t>(it->second.experts.begin(), it->second.experts.end())) {
-      if (e >= 0 && static_cast<size_t>(e) < lw.moe.experts.size()) b += mlp(lw.moe.experts[e]);
+      MX_CHECK_GE(e, 0);
+      MX_CHECK_LT(static_cast<size_t>(e), lw.moe.experts.size());
+      b += mlp(lw.moe.experts[e]);
     }
   }
   return static_cast<double>(b);

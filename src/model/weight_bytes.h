@@ -19,7 +19,10 @@ int64_t WeightBytes(const LinearWeight& w);
 // routed expert counted once if any row of the step picked it. Not counted: the embedding (a
 // step reads one row of it per token), norm vectors, and the MTP layer. `router`: the step's
 // ForwardOutput::router (run it with ForwardOptions::want_router); a MoE layer missing from it
-// counts no routed expert.
+// counts no routed expert. REQUIRES: every expert id in `router` names an expert of its layer.
+// note: kv_b_proj is counted as stored; with an MXFP4 kv_b_proj the absorbed decode form reads
+// its fp32 derivative kv_b_uk_t instead, which this undercounts (the quantizer's recipes keep
+// attention in bf16 unless --include asks otherwise).
 double StepWeightBytes(const ModelWeights& w, const std::map<int64_t, RouterChoice>& router);
 
 }  // namespace mx

@@ -6,11 +6,13 @@
 // `model.decoder.*` loads, and with the entry removed the load fails with a clear message.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "model/model.h"
@@ -258,6 +260,18 @@ TEST(Mxfp4Weights, StepWeightBytesCountsStoredFormatAndPickedExperts) {
     EXPECT_LT(StepWeightBytes(m->weights(), {}), want);
   }
   EXPECT_EQ(WeightBytes(q->get()->weights().layers[1].moe.experts[0].gate_proj), 32 * 64 * 17 / 32);
+  // An expert picked by several rows counts once; one picked by none not at all.
+  const ModelWeights& w = quantized->weights();
+  std::map<int64_t, RouterChoice> once, twice;
+  once[1].experts = {0, 5};
+  twice[1].experts = {5, 0, 0, 5};
+  const double per_expert = 3 * 32 * 64 * 17 / 32;
+  EXPECT_EQ(StepWeightBytes(w, twice), StepWeightBytes(w, once));
+  EXPECT_EQ(StepWeightBytes(w, once), StepWeightBytes(w, {}) + 2 * per_expert);
+  // An id outside the layer's experts is a programmer error: a CHECK naming both values.
+  std::map<int64_t, RouterChoice> bad;
+  bad[1].experts = {8};  // tiny has experts 0..7
+  EXPECT_DEATH(StepWeightBytes(w, bad), "lw.moe.experts.size");
 }
 
 }  // namespace
