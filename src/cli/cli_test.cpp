@@ -182,6 +182,34 @@ TEST(Cli, GenerateTextAndChatOnTinyCheckpoint) {
   EXPECT_NE(r.out.find("GB/s"), std::string::npos) << r.out;
 }
 
+// --chat-template-kwargs reaches the template: the bundled model, trained on non-thinking
+// turns, answers the first held-out problem in its worked format only with enable_thinking
+// false (the template then closes the think block); bad values are errors.
+TEST(Cli, GenerateChatTemplateKwargs) {
+  const std::string model = std::string(MX_SOURCE_DIR) + "/models/glm-moe-dsa-arith-6m";
+  const std::string q =
+      "'Leo had 59 candies. He lost 54 of them, then found 61 more. How many candies does he "
+      "have now?'";
+  CmdResult off =
+      Exec("generate " + model + " --chat --prompt " + q +
+               " --max-tokens 128 --chat-template-kwargs '{\"enable_thinking\": false}'",
+           false);
+  ASSERT_EQ(off.code, 0) << off.out;
+  EXPECT_NE(off.out.find("so 5 + 61 = 66.\n#### 66"), std::string::npos) << off.out;
+  CmdResult on = Exec("generate " + model + " --chat --prompt " + q + " --max-tokens 128", false);
+  ASSERT_EQ(on.code, 0) << on.out;
+  EXPECT_NE(on.out, off.out);
+
+  CmdResult bad = Exec("generate " + model + " --chat --prompt x --chat-template-kwargs '[1]'");
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("--chat-template-kwargs: expected a JSON object"), std::string::npos)
+      << bad.out;
+  CmdResult no_chat = Exec("generate " + model + " --prompt x --chat-template-kwargs '{}'");
+  EXPECT_EQ(no_chat.code, 2) << no_chat.out;
+  EXPECT_NE(no_chat.out.find("--chat-template-kwargs needs --chat"), std::string::npos)
+      << no_chat.out;
+}
+
 }  // namespace
 
 #include <cmath>

@@ -2,6 +2,7 @@
 // model's own tokenizer and chat template, streaming text (or ids with --print-ids), ending
 // with prefill tok/s, decode tok/s and achieved weight bandwidth beside the machine's measured
 // read bandwidth.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -34,6 +35,7 @@ struct GenerateArgs {
   std::string prompt;
   std::string prompt_ids;
   bool chat = false;
+  std::string chat_template_kwargs;  // JSON object, with --chat
   bool print_ids = false;
   bool ignore_eos = false;
   int max_tokens = 64;
@@ -51,6 +53,10 @@ struct GenerateArgs {
 int RunGenerate(const GenerateArgs& a) {
   if (a.prompt.empty() == a.prompt_ids.empty()) {
     std::fprintf(stderr, "mxserve generate: give exactly one of --prompt or --prompt-ids\n");
+    return 2;
+  }
+  if (!a.chat_template_kwargs.empty() && !a.chat) {
+    std::fprintf(stderr, "mxserve generate: --chat-template-kwargs needs --chat\n");
     return 2;
   }
   auto kt = ChooseKernels(a.kernels);
@@ -92,6 +98,15 @@ int RunGenerate(const GenerateArgs& a) {
       req.messages.push_back({{"role", "user"}, {"content", a.prompt}});
       req.bos_token = tc->bos_token;
       req.eos_token = tc->eos_token;
+      if (!a.chat_template_kwargs.empty()) {
+        const auto kw = nlohmann::ordered_json::parse(a.chat_template_kwargs, nullptr, false);
+        if (kw.is_discarded() || !kw.is_object()) {
+          return Fail(
+              "--chat-template-kwargs: expected a JSON object, e.g. '{\"enable_thinking\": "
+              "false}'");
+        }
+        for (auto it = kw.begin(); it != kw.end(); ++it) req.kwargs[it.key()] = it.value();
+      }
       auto rendered = tmpl->Render(MakeChatContext(req));
       if (!rendered.ok()) return Fail(rendered.status().message());
       text = *rendered;
@@ -106,9 +121,6 @@ int RunGenerate(const GenerateArgs& a) {
   }
 
   ThreadPool pool(Globals().threads);
-  // Before the KV cache and the generation: the probe streams 4× the last-level cache (up to
-  // 4 GB, base/bandwidth.h) and frees it again.
-  const double bw = MeasureReadBandwidthGBps(pool, 0, 2);
   auto kv_or = MakeOfflineKvStore(cfg, a.kv_cache_dtype, total);
   if (!kv_or.ok()) return Fail(kv_or.status().message());
   KvStore& kv = **kv_or;
@@ -179,6 +191,12 @@ int RunGenerate(const GenerateArgs& a) {
   const int64_t decode_steps = static_cast<int64_t>(generated.size()) - 1;
   // Weights read per decode token, in their stored formats (model/weight_bytes.h).
   const double bytes_per_token = decode_steps > 0 ? decode_bytes / decode_steps : 0.0;
+  // The probe reads twice what a token reads (at least 256 MB, at most StreamBytes()): a model
+  // whose step fits the caches is compared with a cache-sized read, a bigger one with memory,
+  // and a small model's run does not wait for a multi-GB probe.
+  const int64_t probe =
+      std::clamp(static_cast<int64_t>(2 * bytes_per_token), int64_t{256} << 20, StreamBytes());
+  const double bw = MeasureReadBandwidthGBps(pool, static_cast<size_t>(probe), 2);
   const double decode_tps = decode_steps > 0 ? decode_steps / decode_s : 0.0;
   const double achieved = decode_tps * bytes_per_token / 1e9;
   std::fprintf(
@@ -202,6 +220,9 @@ VerbRun SetupGenerate(CLI::App& app) {
   sub->add_option("--prompt", a->prompt, "prompt text");
   sub->add_option("--prompt-ids", a->prompt_ids, "prompt as comma-separated token ids");
   sub->add_flag("--chat", a->chat, "wrap the prompt in the model's chat template");
+  sub->add_option("--chat-template-kwargs", a->chat_template_kwargs,
+                  "with --chat: extra template variables as a JSON object, e.g. "
+                  "'{\"enable_thinking\": false}'");
   sub->add_flag("--print-ids", a->print_ids, "print generated ids instead of text");
   sub->add_flag("--ignore-eos", a->ignore_eos, "do not stop at EOS ids");
   sub->add_option("--max-tokens", a->max_tokens, "tokens to generate")

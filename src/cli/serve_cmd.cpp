@@ -212,7 +212,9 @@ int RunServe(ServeArgs& a) {
       stderr,
       "mxserve: ready, serving %zu model(s) on http://%s:%d\n"
       "  curl http://%s:%d/v1/chat/completions%s -H 'Content-Type: application/json' "
-      "-d '{\"messages\":[{\"role\":\"user\",\"content\":\"12+34=\"}],\"max_tokens\":32}'\n",
+      "-d '{\"messages\":[{\"role\":\"user\",\"content\":\"Anna has 37 stickers. She buys 48 "
+      "more and gives away 29. How many stickers does she have now?\"}],\"max_tokens\":128,"
+      "\"temperature\":0,\"chat_template_kwargs\":{\"enable_thinking\":false}}'\n",
       models->size(), a.server.host.c_str(), srv.port(), a.server.host.c_str(), srv.port(),
       auth.c_str());
   if (a.server.webui) {
