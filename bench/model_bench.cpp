@@ -149,17 +149,14 @@ int main(int argc, char** argv) {
   // the step reads its weights from memory, as a model many times the cache would. note: a
   // 480 MB L3 (the Intel Xeon hosts) holds the MXFP4 checkpoint's 0.47 GB per step, but not
   // bf16's 0.86 GB: without the flush their ratio measured the cache, not the formats.
-  std::vector<uint64_t> flush_buf;
-  if (a["flush"] == "1") flush_buf.assign(mx::StreamBytes() / sizeof(uint64_t), 1);
+  std::vector<uint8_t> flush_buf;
+  if (a["flush"] == "1") flush_buf.assign(mx::StreamBytes(), 1);
   std::vector<uint64_t> flush_sums(pool.size());
   auto flush = [&] {
     if (flush_buf.empty()) return;
     pool.parallel_for(0, static_cast<int64_t>(flush_buf.size()),
                       [&](int64_t lo, int64_t hi, int t) {
-                        uint64_t s = 0;
-                        for (int64_t i = lo; i < hi; i += 8)
-                          s += flush_buf[i];  // one word per 64-byte line
-                        flush_sums[t] += s;
+                        flush_sums[t] += mx::SumBytes(flush_buf.data() + lo, hi - lo, false);
                       });
   };
   const mx::KernelTable& kt = mx::SelectKernels();

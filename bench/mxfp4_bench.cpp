@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <random>
 #include <tuple>
@@ -113,40 +112,25 @@ void Run(benchmark::State& st, KernelLevel level, bool mxfp4, bool stream, int t
 }
 
 // The floor measured beside the kernels: the same streamed MXFP4 weight copies (codes and
-// scales, row range by row range through the same pool) read by a plain sum of 64-bit words,
-// as base/bandwidth.h reads. With --benchmark_enable_random_interleaving the repetitions of a
-// kernel and of this read alternate, so their ratio is taken in the same minutes of a noisy
-// host rather than against one probe at program start. `prefetch` (readpf_): the read also
-// prefetches 8 KB ahead into L1, as the AVX-512 kernel does; on a slow host one core's plain
-// read stays far behind what that pulls (the kernel beat it by 30-40% in such a period), so
-// this is the tighter floor: what one thread gets with the kernel's own access hints.
+// scales, row range by row range through the same pool) read by base/bandwidth.h's SumBytes. With
+// --benchmark_enable_random_interleaving the repetitions of a kernel and of this read alternate, so
+// their ratio is taken in the same minutes of a noisy host rather than against one probe at program
+// start. `prefetch` (readpf_): the read also prefetches 8 KB ahead into L1, as the AVX-512 kernel
+// does; on a slow host one core's plain read stays far behind what that pulls (the kernel beat it
+// by 30-40% in such a period), so this is the tighter floor: what one thread gets with the kernel's
+// own access hints.
 void Read(benchmark::State& st, int threads, bool prefetch = false) {
   const int64_t m = st.range(0), n = st.range(1), k = st.range(2);
   const std::vector<Weights>& copies = Copies(m, n, k, /*mxfp4=*/true);
   ThreadPool pool(threads);
   uint64_t sink = 0;
   size_t c = 0;
-  auto sum = [prefetch](const uint8_t* p, int64_t bytes) {
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    int64_t i = 0;
-    for (; i + 32 <= bytes; i += 32) {
-      if (prefetch && (i & 63) == 0 && i + 8192 < bytes) __builtin_prefetch(p + i + 8192, 0, 3);
-      uint64_t w[4];
-      std::memcpy(w, p + i, 32);
-      s0 += w[0];
-      s1 += w[1];
-      s2 += w[2];
-      s3 += w[3];
-    }
-    for (; i < bytes; ++i) s0 += p[i];
-    return s0 + s1 + s2 + s3;
-  };
   std::vector<uint64_t> part(threads);
   for (auto _ : st) {
     const Weights& v = copies[c++ % copies.size()];
     pool.parallel_for(0, n, [&](int64_t lo, int64_t hi, int t) {
-      part[t] = sum(v.q.data() + lo * k / 2, (hi - lo) * k / 2) +
-                sum(v.e.data() + lo * k / 32, (hi - lo) * k / 32);
+      part[t] = SumBytes(v.q.data() + lo * k / 2, (hi - lo) * k / 2, prefetch) +
+                SumBytes(v.e.data() + lo * k / 32, (hi - lo) * k / 32, prefetch);
     });
     for (uint64_t p : part) sink += p;
     benchmark::DoNotOptimize(sink);

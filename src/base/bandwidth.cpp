@@ -6,6 +6,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -14,25 +15,22 @@
 
 namespace mx {
 
-namespace {
-
-// Σ p[lo..hi); with `prefetch`, one prefetch per 64-byte line, 8 KB ahead.
-uint64_t Sum(const uint64_t* p, int64_t lo, int64_t hi, bool prefetch) {
-  constexpr int64_t kAhead = 8192 / sizeof(uint64_t);
+uint64_t SumBytes(const uint8_t* p, int64_t bytes, bool prefetch) {
+  constexpr int64_t kAhead = 8192;
   uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  int64_t i = lo;
-  for (; i + 8 <= hi; i += 8) {
-    if (prefetch && i + kAhead < hi) __builtin_prefetch(p + i + kAhead, 0, 3);
-    s0 += p[i] + p[i + 4];
-    s1 += p[i + 1] + p[i + 5];
-    s2 += p[i + 2] + p[i + 6];
-    s3 += p[i + 3] + p[i + 7];
+  int64_t i = 0;
+  for (; i + 64 <= bytes; i += 64) {
+    if (prefetch && i + kAhead < bytes) __builtin_prefetch(p + i + kAhead, 0, 3);
+    uint64_t w[8];
+    std::memcpy(w, p + i, 64);
+    s0 += w[0] + w[4];
+    s1 += w[1] + w[5];
+    s2 += w[2] + w[6];
+    s3 += w[3] + w[7];
   }
-  for (; i < hi; ++i) s0 += p[i];
+  for (; i < bytes; ++i) s0 += p[i];
   return s0 + s1 + s2 + s3;
 }
-
-}  // namespace
 
 int64_t ParseCacheSize(std::string_view s) {
   int64_t v = 0;
@@ -96,7 +94,8 @@ double MeasureReadBandwidthGBps(ThreadPool& pool, size_t bytes, int passes) {
     for (bool prefetch : {false, true}) {
       auto t0 = std::chrono::steady_clock::now();
       pool.parallel_for(0, static_cast<int64_t>(n), [&](int64_t lo, int64_t hi, int) {
-        sink += Sum(buf.data(), lo, hi, prefetch);
+        sink += SumBytes(reinterpret_cast<const uint8_t*>(buf.data() + lo),
+                         (hi - lo) * static_cast<int64_t>(sizeof(uint64_t)), prefetch);
       });
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       best = std::max(best, static_cast<double>(n * sizeof(uint64_t)) / s / 1e9);

@@ -16,6 +16,12 @@ namespace mx {
 // EPYC host in a high-latency period the plain read reached 40% of the prefetched one (2
 // threads: 337-393 vs 128-138 µs for 6.7 MB), so a probe without prefetch understates what a
 // kernel can pull and a "% of floor" above 100% follows.
+// Σ of p[0, bytes) as 64-bit words (a tail under 64 bytes byte by byte), so that no load can
+// be optimized away: the read of the probe and of the benchmarks' floors and cache flushes.
+// `prefetch`: one prefetch per 64-byte line, 8 KB ahead (as the GEMV kernels read weights),
+// never past `bytes`.
+uint64_t SumBytes(const uint8_t* p, int64_t bytes, bool prefetch);
+
 // `bytes` = 0: StreamBytes(), so that the probe reads memory and not the last-level cache.
 double MeasureReadBandwidthGBps(ThreadPool& pool, size_t bytes = 0, int passes = 3);
 
