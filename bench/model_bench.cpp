@@ -14,7 +14,7 @@
 //               [context=128] [flush=1 (evict the caches before each decode step)] [mxfp4=1]
 //               [bf16=1 (0: the MXFP4 checkpoint alone)] [tuned=1 (the MoE config from
 //               configs/moe/; 0: default)] [spin_us=200 (how long idle pool workers poll before
-//               sleeping; 0: sleep at once)]
+//               sleeping; 0: sleep at once)] [activations=bf16 (fp32: exact bf16 GEMMs)]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -118,6 +118,7 @@ int main(int argc, char** argv) {
       {"bf16", "1"},
       {"tuned", "1"},
       {"spin_us", std::to_string(mx::ThreadPool::kDefaultSpinUs)},
+      {"activations", "bf16"},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
@@ -159,7 +160,9 @@ int main(int argc, char** argv) {
                         flush_sums[t] += mx::SumBytes(flush_buf.data() + lo, hi - lo, false);
                       });
   };
-  const mx::KernelTable& kt = mx::SelectKernels();
+  auto kt_or = mx::ResolveKernels("", a["activations"]);
+  if (!kt_or.ok()) Die(kt_or.status().ToString());
+  const mx::KernelTable& kt = **kt_or;
   const int repeats = std::stoi(a["repeats"]);
   // Ceilings: read bandwidth, and the kernels' bf16 GEMM rate at a prefill-like shape.
   double bw = 0;
@@ -189,11 +192,12 @@ int main(int argc, char** argv) {
     }
   }
   std::printf(
-      "\nmachine: %d threads, kernels %s, read bandwidth %.1f GB/s (best of %d), "
+      "\nmachine: %d threads, kernels %s (%s GEMM activations), read bandwidth %.1f GB/s (best of "
+      "%d), "
       "bf16 GEMM 512x2048x2048 %.1f GFLOP/s with these kernels at their best tiling (mr %d, "
       "nb %d; the machine's own ceilings: ../shared/reference/cpu-anchors.md)\n\n",
-      pool.size(), mx::KernelLevelName(kt.level), bw, repeats, gemm_gflops, best_tiling.mr,
-      best_tiling.nb);
+      pool.size(), mx::KernelLevelName(kt.level), mx::GemmActivationsName(kt.bf16_activations), bw,
+      repeats, gemm_gflops, best_tiling.mr, best_tiling.nb);
   std::printf(
       "| weights | measurement | tok/s | ms per step | GB touched per step | "
       "%% of bandwidth floor | GFLOP/s | %% of GEMM rate |\n");

@@ -11,18 +11,17 @@
 
 namespace mx::cli {
 
-Result<const KernelTable*> ChooseKernels(const std::string& name) {
-  if (name.empty()) return &SelectKernels();
-  for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
-    if (name == KernelLevelName(l)) {
-      const KernelTable* t = GetKernelTable(l);
-      if (t == nullptr) {
-        return InvalidArgument("--kernels {}: not available on this CPU or in this build", name);
-      }
-      return t;
-    }
-  }
-  return InvalidArgument("--kernels: unknown level '{}' (ref, avx2, avx512)", name);
+Result<const KernelTable*> ChooseKernels(const std::string& name, const std::string& activations) {
+  return ResolveKernels(name, activations);
+}
+
+void AddKernelFlags(CLI::App* sub, std::string* kernels, std::string* activations) {
+  sub->add_option("--kernels", *kernels, "force a kernel level: ref|avx2|avx512");
+  sub->add_option("--gemm-activations", *activations,
+                  "how bf16-weight GEMMs take activations: bf16 (rounded, one bf16 dot per "
+                  "product, as llama.cpp/vLLM/sglang; default) or fp32 (exact, ~3x slower "
+                  "prefill)")
+      ->capture_default_str();
 }
 
 Result<std::vector<int32_t>> ParseIdList(const std::string& text, int64_t vocab,

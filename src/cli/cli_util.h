@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "base/status.h"
 #include "io/model_config.h"
 #include "kernels/kernels.h"
@@ -12,9 +14,11 @@
 
 namespace mx::cli {
 
-// "" = the best level for this CPU; otherwise ref|avx2|avx512 (an error names a bad or
-// unavailable level).
-Result<const KernelTable*> ChooseKernels(const std::string& name);
+// "" = the best level for this CPU; otherwise ref|avx2|avx512; `activations` fp32|bf16 (an error
+// names a bad or unavailable value). See kernels.h, GemmActivations.
+Result<const KernelTable*> ChooseKernels(const std::string& name, const std::string& activations);
+// --kernels and --gemm-activations on a verb.
+void AddKernelFlags(CLI::App* sub, std::string* kernels, std::string* activations);
 
 // "5,17,200" -> ids; each must lie in [0, vocab). `flag` names the option in errors.
 Result<std::vector<int32_t>> ParseIdList(const std::string& text, int64_t vocab,

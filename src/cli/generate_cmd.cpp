@@ -45,6 +45,7 @@ struct GenerateArgs {
   float min_p = 0.0f;
   uint64_t seed = 0;
   std::string kernels;
+  std::string gemm_activations = "fp32";  // exact offline, as its f32 KV default
   std::string kv_cache_dtype = "auto";
   std::string tuned_config_dir;
   bool untuned_moe = false;
@@ -59,7 +60,7 @@ int RunGenerate(const GenerateArgs& a) {
     std::fprintf(stderr, "mxserve generate: --chat-template-kwargs needs --chat\n");
     return 2;
   }
-  auto kt = ChooseKernels(a.kernels);
+  auto kt = ChooseKernels(a.kernels, a.gemm_activations);
   if (!kt.ok()) return Fail(kt.status().message());
   auto model_or = Model::Load(a.model_dir);
   if (!model_or.ok()) return Fail(model_or.status().message());
@@ -199,17 +200,17 @@ int RunGenerate(const GenerateArgs& a) {
   const double bw = MeasureReadBandwidthGBps(pool, static_cast<size_t>(probe), 2);
   const double decode_tps = decode_steps > 0 ? decode_steps / decode_s : 0.0;
   const double achieved = decode_tps * bytes_per_token / 1e9;
-  std::fprintf(
-      stderr,
-      "\n[generate] kernels %s, %d threads, MoE config %s; prompt %zu tokens, generated %zu "
-      "(%s)\n"
-      "[generate] prefill %.1f tok/s (%.3f s); decode %.1f tok/s (%.3f s)\n"
-      "[generate] weights read per decode token %.2f MB; achieved %.2f GB/s of %.2f GB/s "
-      "measured read bandwidth (%.1f%%)\n",
-      KernelLevelName((*kt)->level), pool.size(),
-      moe.tuned ? moe.file.c_str() : "default (untuned)", prompt.size(), generated.size(),
-      finish.c_str(), prompt.size() / prefill_s, prefill_s, decode_tps, decode_s,
-      bytes_per_token / 1e6, achieved, bw, bw > 0 ? 100.0 * achieved / bw : 0.0);
+  std::fprintf(stderr,
+               "\n[generate] kernels %s (%s GEMM activations), %d threads, MoE config %s; prompt "
+               "%zu tokens, generated %zu "
+               "(%s)\n"
+               "[generate] prefill %.1f tok/s (%.3f s); decode %.1f tok/s (%.3f s)\n"
+               "[generate] weights read per decode token %.2f MB; achieved %.2f GB/s of %.2f GB/s "
+               "measured read bandwidth (%.1f%%)\n",
+               KernelLevelName((*kt)->level), GemmActivationsName((*kt)->bf16_activations),
+               pool.size(), moe.tuned ? moe.file.c_str() : "default (untuned)", prompt.size(),
+               generated.size(), finish.c_str(), prompt.size() / prefill_s, prefill_s, decode_tps,
+               decode_s, bytes_per_token / 1e6, achieved, bw, bw > 0 ? 100.0 * achieved / bw : 0.0);
   return 0;
 }
 
@@ -235,7 +236,7 @@ VerbRun SetupGenerate(CLI::App& app) {
   sub->add_option("--top-k", a->top_k)->check(CLI::NonNegativeNumber)->capture_default_str();
   sub->add_option("--min-p", a->min_p)->check(CLI::Range(0.0f, 1.0f))->capture_default_str();
   sub->add_option("--seed", a->seed)->capture_default_str();
-  sub->add_option("--kernels", a->kernels, "force a kernel level: ref|avx2|avx512");
+  AddKernelFlags(sub, &a->kernels, &a->gemm_activations);
   sub->add_option("--kv-cache-dtype", a->kv_cache_dtype,
                   "auto (= f32, exact) | bf16 | fp8_e4m3 | fp8_e4m3fnuz")
       ->capture_default_str();

@@ -31,6 +31,7 @@ struct LogitsArgs {
   bool mtp = false;
   bool topk_sets = false;
   std::string kernels;
+  std::string gemm_activations = "fp32";  // exact offline, as its f32 KV default
   std::string kv_cache_dtype = "auto";
 };
 
@@ -91,7 +92,7 @@ int RunLogits(const LogitsArgs& a) {
     std::fprintf(stderr, "mxserve logits: give exactly one of --ids or --ids-file\n");
     return 2;
   }
-  auto kt = ChooseKernels(a.kernels);
+  auto kt = ChooseKernels(a.kernels, a.gemm_activations);
   if (!kt.ok()) return Fail(kt.status().message());
   auto model = Model::Load(a.model_dir);
   if (!model.ok()) return Fail(model.status().message());
@@ -141,7 +142,7 @@ VerbRun SetupLogits(CLI::App& app) {
   sub->add_flag("--hidden", a->hidden, "also write the final-norm hidden states [T, hidden]");
   sub->add_flag("--mtp", a->mtp, "also write the MTP layer's logits [T, vocab]");
   sub->add_flag("--topk-sets", a->topk_sets, "also write the indexer's selected positions");
-  sub->add_option("--kernels", a->kernels, "force a kernel level: ref|avx2|avx512");
+  AddKernelFlags(sub, &a->kernels, &a->gemm_activations);
   sub->add_option("--kv-cache-dtype", a->kv_cache_dtype,
                   "auto (= f32, exact) | bf16 | fp8_e4m3 | fp8_e4m3fnuz")
       ->capture_default_str();

@@ -31,6 +31,7 @@ struct PerplexityArgs {
   int64_t ctx = 512;
   int64_t stride = 0;  // 0 = ctx / 2
   std::string kernels;
+  std::string gemm_activations = "fp32";  // exact offline, as its f32 KV default
   std::string kv_cache_dtype = "auto";
   bool json = false;
   bool parse_special = false;  // special-token text (e.g. "<|user|>") becomes the special ids
@@ -61,7 +62,7 @@ Result<std::vector<float>> WindowLogits(const Model& model, const std::vector<in
 }
 
 int RunPerplexity(const PerplexityArgs& a) {
-  auto kt = ChooseKernels(a.kernels);
+  auto kt = ChooseKernels(a.kernels, a.gemm_activations);
   if (!kt.ok()) return Fail(kt.status().message());
   auto model = Model::Load(a.model_dir);
   if (!model.ok()) return Fail(model.status().message());
@@ -184,7 +185,7 @@ VerbRun SetupPerplexity(CLI::App& app) {
                 "tokenize special-token text (chat-template markers) as the special tokens, as a "
                 "chat-templated prompt is (default: as plain text)");
 
-  sub->add_option("--kernels", a->kernels, "force a kernel level: ref|avx2|avx512");
+  AddKernelFlags(sub, &a->kernels, &a->gemm_activations);
   sub->add_option("--kv-cache-dtype", a->kv_cache_dtype,
                   "auto (= f32, exact) | bf16 | fp8_e4m3 | fp8_e4m3fnuz")
       ->capture_default_str();
@@ -212,7 +213,7 @@ VerbRun SetupQuantReport(CLI::App& app) {
                 "tokenize special-token text (chat-template markers) as the special tokens, as a "
                 "chat-templated prompt is (default: as plain text)");
 
-  sub->add_option("--kernels", a->kernels, "force a kernel level: ref|avx2|avx512");
+  AddKernelFlags(sub, &a->kernels, &a->gemm_activations);
   return [a]() -> int { return RunPerplexity(*a); };
 }
 

@@ -67,7 +67,7 @@ int RunMpiWorker(const std::string& dir, const EngineOptions& e, Communicator& c
   // stop, so the workers wait for that.
   signal(SIGTERM, SIG_IGN);
   signal(SIGINT, SIG_IGN);
-  auto kt = ChooseKernels(e.kernels);
+  auto kt = ChooseKernels(e.kernels, e.gemm_activations);
   if (!kt.ok()) return Fail(kt.status().message());
   const ModelShard shard{comm.rank(), comm.size(), e.expert_parallel};
   auto model = Model::Load(dir, nullptr, shard);
@@ -270,7 +270,7 @@ VerbRun SetupServe(CLI::App& app) {
   sub->add_option("--load-balance-method", a->load_balance_method,
                   "--dp request routing: round_robin|least_load|cache_aware")
       ->capture_default_str();
-  sub->add_option("--kernels", e.kernels, "force a kernel level: ref|avx2|avx512");
+  AddKernelFlags(sub, &e.kernels, &e.gemm_activations);
   sub->add_option("--tuned-config-dir", e.tuned_config_dir,
                   "tuned MoE kernel configs (`mxserve tune moe --output-dir`), searched after the "
                   "shipped configs/moe/");

@@ -29,6 +29,7 @@ struct TuneArgs {
   std::string tokens = "1,2,4,8,16,32,64,128,256,512";
   std::string output_dir = "configs/moe";
   std::string kernels;
+  std::string gemm_activations = "bf16";
   int warmup = 1;
   int repeats = 5;
   double max_expert_gib = 2.0;
@@ -91,7 +92,7 @@ int RunTuneMoe(const TuneArgs& a) {
   o.check_rows = a.check_rows;
   o.seed = a.seed;
   o.command = CommandLine();
-  auto kt = ChooseKernels(a.kernels);
+  auto kt = ChooseKernels(a.kernels, a.gemm_activations);
   if (!kt.ok()) return Fail(kt.status().message());
   ThreadPool pool(Globals().threads);
   const std::string file = MoeTuneFileName(o.dtype, o.shape, KernelLevelName((*kt)->level));
@@ -157,6 +158,8 @@ VerbRun SetupTune(CLI::App& app) {
   moe->add_option("--tokens", a->tokens, "tokens-per-step buckets, ascending")
       ->capture_default_str();
   moe->add_option("--output-dir", a->output_dir, "where <dtype>-<shape>-<isa>.json is written")
+      ->capture_default_str();
+  moe->add_option("--gemm-activations", a->gemm_activations, "fp32|bf16 (as serve)")
       ->capture_default_str();
   moe->add_option("--kernels", a->kernels,
                   "kernel level: ref|avx2|avx512 (default: this CPU's best)");

@@ -425,16 +425,9 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
 }
 
 Result<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& o) {
-  const KernelTable* kt = &SelectKernels();
-  if (!o.kernels.empty()) {
-    kt = nullptr;
-    for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
-      if (o.kernels == KernelLevelName(l)) kt = GetKernelTable(l);
-    }
-    if (kt == nullptr) {
-      return InvalidArgument("kernels '{}': unknown or not available on this CPU", o.kernels);
-    }
-  }
+  auto resolved = ResolveKernels(o.kernels, o.gemm_activations);
+  if (!resolved.ok()) return resolved.status();
+  const KernelTable* kt = *resolved;
   if (o.tp < 1) return InvalidArgument("--tp must be >= 1, got {}", o.tp);
   if (o.tp_comm != nullptr && (o.tp_comm->size() != o.tp || o.tp_comm->rank() != 0)) {
     return InvalidArgument("--tp {}: this process is rank {} of {}", o.tp, o.tp_comm->rank(),

@@ -118,10 +118,11 @@ struct EngineStats {
 // Flags with sglang's names and meanings (the CLI maps --page-size, --max-total-tokens, ...).
 struct EngineOptions {
   std::string model_dir;
-  int threads = 0;                      // 0 = one per core
-  std::string kernels;                  // "" = best for this CPU; ref|avx2|avx512
-  int64_t page_size = 64;               // tokens per KV page
-  int64_t max_total_tokens = 0;         // KV capacity in tokens; 0 = from mem_fraction
+  int threads = 0;                        // 0 = one per core
+  std::string kernels;                    // "" = best for this CPU; ref|avx2|avx512
+  std::string gemm_activations = "bf16";  // fp32|bf16: kernels.h GemmActivations
+  int64_t page_size = 64;                 // tokens per KV page
+  int64_t max_total_tokens = 0;           // KV capacity in tokens; 0 = from mem_fraction
   double mem_fraction = 0.3;            // of free memory for the KV pool when max_total_tokens == 0
   std::string kv_cache_dtype = "auto";  // auto|bf16|fp8_e4m3|fp8_e4m3fnuz (f32: exact, tests)
   int32_t max_running_requests = 64;

@@ -33,6 +33,10 @@ const char* KernelLevelName(KernelLevel l) {
   return "?";
 }
 
+const char* GemmActivationsName(GemmActivations a) {
+  return a == GemmActivations::kBf16 ? "bf16" : "fp32";
+}
+
 namespace {
 
 constexpr KernelTable kRefTable = {
@@ -85,7 +89,70 @@ void ThreadedGemm(Fn fn, ThreadPool& pool, const float* x, int64_t m, int64_t k,
   });
 }
 
+// A level's fp32-activation bf16 GEMM run on x rounded to bf16 (levels without vdpbf16ps):
+// the rounding is the whole difference from GemmActivations::kFp32.
+template <const KernelTable& (*Table)()>
+void RoundXThenGemm(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y,
+                    int64_t ldy, int64_t m, int64_t n, int64_t k, GemmTiling t) {
+  thread_local std::vector<float> xr;
+  if (xr.size() < static_cast<size_t>(m * k)) xr.resize(m * k);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < k; ++j) xr[i * k + j] = Bf16ToF32(F32ToBf16(x[i * ldx + j]));
+  }
+  Table().gemm_bf16(xr.data(), k, w, ldw, y, ldy, m, n, k, t);
+}
+
+const KernelTable& RefTable() { return kRefTable; }
+
+template <const KernelTable& (*Base)()>
+const KernelTable& X16Table() {
+  static const KernelTable t = [] {
+    KernelTable k = Base();
+    k.bf16_activations = GemmActivations::kBf16;
+    if (k.gemm_bf16 == avx512::GemmBf16Dot) {
+      k.gemm_bf16 = avx512::GemmBf16DotX16;
+    } else if (k.level == KernelLevel::kRef) {
+      k.gemm_bf16 = ref::GemmBf16X16;
+    } else {
+      k.gemm_bf16 = RoundXThenGemm<Base>;
+    }
+    return k;
+  }();
+  return t;
+}
+
 }  // namespace
+
+const KernelTable& WithGemmActivations(const KernelTable& t, GemmActivations a) {
+  const bool x16 = a == GemmActivations::kBf16;
+  switch (t.level) {
+    case KernelLevel::kRef:
+      return x16 ? X16Table<RefTable>() : kRefTable;
+    case KernelLevel::kAvx2:
+      return x16 ? X16Table<Avx2WithMxfp4>() : Avx2WithMxfp4();
+    case KernelLevel::kAvx512:
+      return x16 ? X16Table<Avx512WithMxfp4>() : Avx512WithMxfp4();
+  }
+  return t;
+}
+
+Result<const KernelTable*> ResolveKernels(const std::string& level,
+                                          const std::string& activations) {
+  const KernelTable* t = level.empty() ? &SelectKernels() : nullptr;
+  for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
+    if (level != KernelLevelName(l)) continue;
+    t = GetKernelTable(l);
+    if (t == nullptr) {
+      return InvalidArgument("--kernels {}: not available on this CPU or in this build", level);
+    }
+  }
+  if (t == nullptr)
+    return InvalidArgument("--kernels: unknown level '{}' (ref, avx2, avx512)", level);
+  for (GemmActivations a : {GemmActivations::kFp32, GemmActivations::kBf16}) {
+    if (activations == GemmActivationsName(a)) return &WithGemmActivations(*t, a);
+  }
+  return InvalidArgument("--gemm-activations: unknown '{}' (fp32, bf16)", activations);
+}
 
 const KernelTable* GetKernelTable(KernelLevel level) {
   switch (level) {
@@ -129,7 +196,8 @@ bool Close(const std::vector<float>& a, const std::vector<float>& b, float tol) 
 }  // namespace
 
 std::string KernelSelfTest(const KernelTable& t) {
-  const KernelTable& r = *GetKernelTable(KernelLevel::kRef);
+  const KernelTable& r =
+      WithGemmActivations(*GetKernelTable(KernelLevel::kRef), t.bf16_activations);
   constexpr int64_t m = 3, n = 21, k = 70;  // partial tiles and vectors everywhere
   constexpr float kTol = 1e-4f;             // fp32 sums of ≤ 70 terms in another order
   const auto x = KnownInputs(m * k, 1), wf = KnownInputs(n * k, 2);

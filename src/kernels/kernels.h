@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/status.h"
 #include "base/thread_pool.h"
 #include "kernels/gemm_tiling.h"
 #include "kernels/mxfp4.h"
@@ -20,8 +21,18 @@ namespace mx {
 enum class KernelLevel { kRef, kAvx2, kAvx512 };
 const char* KernelLevelName(KernelLevel l);  // "ref", "avx2", "avx512"
 
+// How gemm_bf16 takes its fp32 activations.
+// kFp32: exactly (every level's result differs from fp32 math on the bf16 weights only by
+//   summation order; what the model fixtures are pinned to).
+// kBf16: rounded to bf16 (round-to-nearest-even) once per call, as llama.cpp, vLLM and sglang
+//   run bf16 weights: on AVX512_BF16 one vdpbf16ps per product, 3x the kFp32 rate there. The
+//   extra error is that rounding, ≤ 2^-9 of each activation (kernels_test.cpp's kGemmX16Tol).
+enum class GemmActivations { kFp32, kBf16 };
+const char* GemmActivationsName(GemmActivations a);  // "fp32", "bf16"
+
 struct KernelTable {
   KernelLevel level = KernelLevel::kRef;
+  GemmActivations bf16_activations = GemmActivations::kFp32;  // how gemm_bf16 takes x
 
   // y[M, N] = x[M, K] · W[N, K]ᵀ, W bf16. ldx / ldw / ldy are row strides in elements.
   // `t` is the loop order (gemm_tiling.h; {} = the level's default).
@@ -59,6 +70,12 @@ struct KernelTable {
 
 // The table for one level; nullptr when that level is not compiled in or the CPU lacks it.
 const KernelTable* GetKernelTable(KernelLevel level);
+// `t` with gemm_bf16 taking its activations as `a` (the same level's other entries unchanged).
+// REQUIRES: t is a table GetKernelTable handed out (or one this function returned).
+const KernelTable& WithGemmActivations(const KernelTable& t, GemmActivations a);
+// The table for the `--kernels` and `--gemm-activations` flags: `level` "" (SelectKernels()) or
+// ref|avx2|avx512, `activations` fp32|bf16. An error names the flag and the value.
+Result<const KernelTable*> ResolveKernels(const std::string& level, const std::string& activations);
 // The best level this CPU supports whose entries pass KernelSelfTest (decided once, at the
 // first call; `MX_KERNELS=ref` in the environment caps it).
 const KernelTable& SelectKernels();

@@ -1,13 +1,17 @@
 // AVX-512 kernels (see kernels_avx512.h). The bf16 GEMM runs on the BF16 dot-product
-// instruction vdpbf16ps, which multiplies bf16 pairs exactly and adds them into fp32 lanes: W is
-// used as stored; each activation is split once per call into three bf16 parts whose sum is
-// the fp32 value exactly (hi = bf16(x), mid = bf16(x − hi), lo = x − hi − mid: 8 + 8 + 8 of
-// fp32's 24 mantissa bits), and each part is dotted with W. The products are exact, so the
-// result differs from the fp32 FMA kernels only by summation order (kernels_test.cpp's
-// kGemmTol; two parts alone, ~16 bits, moved the model's logits by ~5e-5, beyond the fixture
-// tolerance). Inputs below 2^-110 count as zero (the instruction flushes denormals). A tile of
-// MR rows × NR columns keeps MR·NR accumulators; every output is reduced the same way whatever
-// the tile, so all tilings are bit-identical (gemm_tiling.h).
+// instruction vdpbf16ps, which multiplies bf16 pairs exactly and adds them into fp32 lanes; W is
+// used as stored. Activations come in one of two precisions (kernels.h, GemmActivations):
+// - kFp32: each activation is split once per call into three bf16 parts whose sum is the fp32
+//   value exactly (hi = bf16(x), mid = bf16(x − hi), lo = x − hi − mid: 8 + 8 + 8 of fp32's 24
+//   mantissa bits), and each part is dotted with W. The products are exact, so the result
+//   differs from the fp32 FMA kernels only by summation order (kernels_test.cpp's kGemmTol).
+//   Three instructions per product: a third of the instruction's rate.
+// - kBf16: x is rounded to bf16 once (hi alone), one instruction per product, as llama.cpp,
+//   vLLM and sglang run bf16 weights; the error is that rounding (≤ 2^-9 of each activation).
+// Inputs below 2^-110 count as zero (the instruction flushes denormals). A tile of MR rows × NR
+// columns keeps MR·NR accumulators, reduced 16 at a time by one fixed tree (Reduce16) that
+// gives every output the same summation order whatever the tile, so all tilings, and a row
+// alone or in a batch, are bit-identical (gemm_tiling.h).
 #include "kernels/kernels_avx512.h"
 
 #include <immintrin.h>
@@ -25,8 +29,8 @@ constexpr int64_t kChunk = 32;
 // tok/s without, 32.4–37.4 with (1, 2 and 4 KB ahead were no better).
 constexpr int64_t kGemvPrefetch = 256;  // bf16 elements per 512-bit vector
 
-// The activations of one call as bf16 hi / mid / lo parts, rows padded with zeros to whole
-// chunks.
+// The activations of one call as bf16 parts (hi, and mid / lo for kFp32), rows padded with
+// zeros to whole chunks.
 struct SplitX {
   int64_t k32 = 0;
   std::vector<uint16_t> hi, mid, lo;  // [m, k32]
@@ -41,33 +45,86 @@ inline void Store(uint16_t* p, __m256bh v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), reinterpret_cast<const __m256i&>(v));
 }
 
+// Grows v to n elements without clearing what it holds (the caller writes all of them).
+inline void Fit(std::vector<uint16_t>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+template <int P>
 SplitX& Split(const float* x, int64_t ldx, int64_t m, int64_t k) {
   thread_local SplitX s;
   s.k32 = (k + kChunk - 1) / kChunk * kChunk;
-  s.hi.assign(m * s.k32, 0);
-  s.mid.assign(m * s.k32, 0);
-  s.lo.assign(m * s.k32, 0);
+  Fit(s.hi, m * s.k32);
+  if constexpr (P == 3) {
+    Fit(s.mid, m * s.k32);
+    Fit(s.lo, m * s.k32);
+  }
   for (int64_t i = 0; i < m; ++i) {
     const float* xr = x + i * ldx;
     const int64_t o = i * s.k32;
-    for (int64_t t = 0; t < k; t += 16) {
-      const __mmask16 mk = k - t >= 16 ? __mmask16(0xffff) : __mmask16((1u << (k - t)) - 1);
-      const __m512 v = _mm512_maskz_loadu_ps(mk, xr + t);
+    for (int64_t t = 0; t < s.k32; t += 16) {
+      const int64_t left = k - t;
+      const __mmask16 mk = left >= 16  ? __mmask16(0xffff)
+                           : left <= 0 ? __mmask16(0)
+                                       : __mmask16((1u << left) - 1);
+      const __m512 v = _mm512_maskz_loadu_ps(mk, xr + t);  // zeros past k
       // Each part widened back to fp32 is exact, and so is each remainder.
       const __m256bh h = _mm512_cvtneps_pbh(v);
-      const __m512 r1 = _mm512_sub_ps(v, WidenBf16(h));
-      const __m256bh m1 = _mm512_cvtneps_pbh(r1);
-      const __m256bh l = _mm512_cvtneps_pbh(_mm512_sub_ps(r1, WidenBf16(m1)));
       Store(s.hi.data() + o + t, h);
-      Store(s.mid.data() + o + t, m1);
-      Store(s.lo.data() + o + t, l);
+      if constexpr (P == 3) {
+        const __m512 r1 = _mm512_sub_ps(v, WidenBf16(h));
+        const __m256bh m1 = _mm512_cvtneps_pbh(r1);
+        const __m256bh l = _mm512_cvtneps_pbh(_mm512_sub_ps(r1, WidenBf16(m1)));
+        Store(s.mid.data() + o + t, m1);
+        Store(s.lo.data() + o + t, l);
+      }
     }
   }
   return s;
 }
 
-// y[MR rows, NR columns] = (hi + mid + lo)[MR, k] · w[NR, k]ᵀ.
+// Lane i of the result = the sum of a[i]'s 16 lanes, by one fixed tree: pairs within each
+// 128-bit lane, then across the four 128-bit lanes. Each output's sum involves only its own
+// accumulator, so passing an accumulator in several slots (short tiles) gives it the same
+// value as in a full tile.
+inline __m512 Reduce16(const __m512 (&a)[16]) {
+  __m512 u[4];
+  for (int g = 0; g < 4; ++g) {
+    const __m512 p0 = _mm512_add_ps(_mm512_unpacklo_ps(a[4 * g], a[4 * g + 1]),
+                                    _mm512_unpackhi_ps(a[4 * g], a[4 * g + 1]));
+    const __m512 p1 = _mm512_add_ps(_mm512_unpacklo_ps(a[4 * g + 2], a[4 * g + 3]),
+                                    _mm512_unpackhi_ps(a[4 * g + 2], a[4 * g + 3]));
+    const __m512d d0 = _mm512_castps_pd(p0), d1 = _mm512_castps_pd(p1);
+    u[g] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(d0, d1)),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(d0, d1)));
+  }
+  // u[g]: in each 128-bit lane L, partial sums (over that lane) of a[4g..4g+3].
+  const __m512 w01 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 w23 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(w01, w23, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// Writes the MR×NR accumulators' sums to y (row stride ldy).
 template <int MR, int NR>
+inline void StoreSums(const __m512 (&acc)[MR][NR], float* y, int64_t ldy) {
+  constexpr int kN = MR * NR;
+  for (int b = 0; b < kN; b += 16) {
+    __m512 a[16];
+    for (int i = 0; i < 16; ++i) {
+      const int e = std::min(b + i, kN - 1);
+      a[i] = acc[e / NR][e % NR];
+    }
+    alignas(64) float out[16];
+    _mm512_store_ps(out, Reduce16(a));
+    for (int i = 0; i < 16 && b + i < kN; ++i) y[(b + i) / NR * ldy + (b + i) % NR] = out[i];
+  }
+}
+
+// y[MR rows, NR columns] = Σ parts[MR, k] · w[NR, k]ᵀ.
+template <int P, int MR, int NR>
 inline void MicroKernel(const SplitX& s, int64_t row, const uint16_t* w, int64_t ldw, float* y,
                         int64_t ldy, int64_t k) {
   __m512 acc[MR][NR];
@@ -75,8 +132,8 @@ inline void MicroKernel(const SplitX& s, int64_t row, const uint16_t* w, int64_t
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
   }
   const uint16_t* xh = s.hi.data() + row * s.k32;
-  const uint16_t* xm = s.mid.data() + row * s.k32;
-  const uint16_t* xl = s.lo.data() + row * s.k32;
+  const uint16_t* xm = P == 3 ? s.mid.data() + row * s.k32 : nullptr;
+  const uint16_t* xl = P == 3 ? s.lo.data() + row * s.k32 : nullptr;
   for (int64_t t = 0; t < k; t += kChunk) {
     const __mmask32 mk = k - t >= kChunk ? ~__mmask32(0) : __mmask32((uint64_t{1} << (k - t)) - 1);
     __m512bh wv[NR];
@@ -89,36 +146,35 @@ inline void MicroKernel(const SplitX& s, int64_t row, const uint16_t* w, int64_t
     for (int i = 0; i < MR; ++i) {
       const int64_t o = i * s.k32 + t;
       const __m512bh h = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xh + o));
-      const __m512bh md = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xm + o));
-      const __m512bh l = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xl + o));
-      for (int j = 0; j < NR; ++j) {  // smallest part first
-        acc[i][j] = _mm512_dpbf16_ps(acc[i][j], l, wv[j]);
-        acc[i][j] = _mm512_dpbf16_ps(acc[i][j], md, wv[j]);
-        acc[i][j] = _mm512_dpbf16_ps(acc[i][j], h, wv[j]);
+      if constexpr (P == 3) {
+        const __m512bh md = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xm + o));
+        const __m512bh l = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xl + o));
+        for (int j = 0; j < NR; ++j) {  // smallest part first
+          acc[i][j] = _mm512_dpbf16_ps(acc[i][j], l, wv[j]);
+          acc[i][j] = _mm512_dpbf16_ps(acc[i][j], md, wv[j]);
+          acc[i][j] = _mm512_dpbf16_ps(acc[i][j], h, wv[j]);
+        }
+      } else {
+        for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], h, wv[j]);
       }
     }
   }
-  for (int i = 0; i < MR; ++i) {
-    for (int j = 0; j < NR; ++j) y[i * ldy + j] = _mm512_reduce_add_ps(acc[i][j]);
-  }
+  StoreSums<MR, NR>(acc, y, ldy);
 }
 
-template <int MR, int NR>
+template <int P, int MR, int NR>
 void RowTile(const SplitX& s, int64_t row, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
              int64_t n, int64_t k) {
   int64_t j = 0;
-  for (; j + NR <= n; j += NR) MicroKernel<MR, NR>(s, row, w + j * ldw, ldw, y + j, ldy, k);
-  for (; j < n; ++j) MicroKernel<MR, 1>(s, row, w + j * ldw, ldw, y + j, ldy, k);
+  for (; j + NR <= n; j += NR) MicroKernel<P, MR, NR>(s, row, w + j * ldw, ldw, y + j, ldy, k);
+  for (; j < n; ++j) MicroKernel<P, MR, 1>(s, row, w + j * ldw, ldw, y + j, ldy, k);
 }
 
-}  // namespace
-
-namespace avx512 {
-
-void GemmBf16Dot(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
-                 int64_t m, int64_t n, int64_t k, GemmTiling t) {
+template <int P>
+void GemmDot(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
+             int64_t m, int64_t n, int64_t k, GemmTiling t) {
   if (m <= 0 || n <= 0) return;
-  const SplitX& s = Split(x, ldx, m, k);
+  const SplitX& s = Split<P>(x, ldx, m, k);
   const int mr = t.mr == 0 ? 4 : t.mr;
   const int64_t nb = t.nb > 0 ? t.nb : n;
   for (int64_t j0 = 0; j0 < n; j0 += nb) {
@@ -127,12 +183,26 @@ void GemmBf16Dot(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, fl
     float* yb = y + j0;
     int64_t i = 0;
     if (mr == 4) {
-      for (; i + 4 <= m; i += 4) RowTile<4, 4>(s, i, wb, ldw, yb + i * ldy, ldy, cols, k);
+      for (; i + 4 <= m; i += 4) RowTile<P, 4, 4>(s, i, wb, ldw, yb + i * ldy, ldy, cols, k);
     } else if (mr == 2) {
-      for (; i + 2 <= m; i += 2) RowTile<2, 6>(s, i, wb, ldw, yb + i * ldy, ldy, cols, k);
+      for (; i + 2 <= m; i += 2) RowTile<P, 2, 8>(s, i, wb, ldw, yb + i * ldy, ldy, cols, k);
     }
-    for (; i < m; ++i) RowTile<1, 8>(s, i, wb, ldw, yb + i * ldy, ldy, cols, k);
+    for (; i < m; ++i) RowTile<P, 1, 8>(s, i, wb, ldw, yb + i * ldy, ldy, cols, k);
   }
+}
+
+}  // namespace
+
+namespace avx512 {
+
+void GemmBf16Dot(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
+                 int64_t m, int64_t n, int64_t k, GemmTiling t) {
+  GemmDot<3>(x, ldx, w, ldw, y, ldy, m, n, k, t);
+}
+
+void GemmBf16DotX16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y,
+                    int64_t ldy, int64_t m, int64_t n, int64_t k, GemmTiling t) {
+  GemmDot<1>(x, ldx, w, ldw, y, ldy, m, n, k, t);
 }
 
 }  // namespace avx512

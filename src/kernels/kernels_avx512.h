@@ -23,5 +23,8 @@ namespace mx::avx512 {
 // fp32 kernels only by summation order (kernels_avx512.cpp).
 void GemmBf16Dot(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
                  int64_t m, int64_t n, int64_t k, GemmTiling t);
+// The same with x rounded to bf16 once (GemmActivations::kBf16): one vdpbf16ps per product.
+void GemmBf16DotX16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y,
+                    int64_t ldy, int64_t m, int64_t n, int64_t k, GemmTiling t);
 
 }  // namespace mx::avx512

@@ -11,17 +11,36 @@
 
 namespace mx::ref {
 
-void GemmBf16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
-              int64_t m, int64_t n, int64_t k, GemmTiling /*t: loop order only*/) {
+namespace {
+
+// x · Wᵀ with W bf16, each x taken as round(x) (identity, or the bf16 rounding).
+template <float (*Round)(float)>
+void GemmBf16Rounded(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y,
+                     int64_t ldy, int64_t m, int64_t n, int64_t k) {
   for (int64_t i = 0; i < m; ++i) {
     const float* xi = x + i * ldx;
     for (int64_t j = 0; j < n; ++j) {
       const uint16_t* wj = w + j * ldw;
       float acc = 0.0f;
-      for (int64_t t = 0; t < k; ++t) acc += xi[t] * Bf16ToF32(wj[t]);
+      for (int64_t t = 0; t < k; ++t) acc += Round(xi[t]) * Bf16ToF32(wj[t]);
       y[i * ldy + j] = acc;
     }
   }
+}
+
+float Exact(float v) { return v; }
+float ToBf16(float v) { return Bf16ToF32(F32ToBf16(v)); }
+
+}  // namespace
+
+void GemmBf16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
+              int64_t m, int64_t n, int64_t k, GemmTiling /*t: loop order only*/) {
+  GemmBf16Rounded<Exact>(x, ldx, w, ldw, y, ldy, m, n, k);
+}
+
+void GemmBf16X16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
+                 int64_t m, int64_t n, int64_t k, GemmTiling /*t: loop order only*/) {
+  GemmBf16Rounded<ToBf16>(x, ldx, w, ldw, y, ldy, m, n, k);
 }
 
 void GemmF32(const float* x, int64_t ldx, const float* w, int64_t ldw, float* y, int64_t ldy,

@@ -12,6 +12,9 @@ namespace mx::ref {
 
 void GemmBf16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
               int64_t m, int64_t n, int64_t k, GemmTiling t);
+// GemmBf16 with each x rounded to bf16 first (GemmActivations::kBf16).
+void GemmBf16X16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
+                 int64_t m, int64_t n, int64_t k, GemmTiling t);
 void GemmF32(const float* x, int64_t ldx, const float* w, int64_t ldw, float* y, int64_t ldy,
              int64_t m, int64_t n, int64_t k, GemmTiling t);
 void RmsNorm(const float* x, const float* w, float eps, int64_t n, float* y);

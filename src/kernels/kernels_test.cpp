@@ -178,6 +178,59 @@ TEST(Kernels, Avx512Bf16DotKeepsActivationBitsBeyondBf16) {
   EXPECT_EQ(y1, x1);
 }
 
+// GemmActivations::kBf16 at every level: the float64 dot of bf16(x) (round-to-nearest-even) with
+// W within kGemmTol, i.e. x really is rounded (x = 1 + 2^-12 gives exactly k, where kFp32 keeps
+// k·(1 + 2^-12)); every tiling bit-identical, and a row's outputs the same alone or in a batch
+// (so a request's tokens do not depend on what it is batched with).
+TEST(Kernels, GemmBf16ActivationsRoundXAndAreBatchInvariant) {
+  for (const KernelTable* base : Levels()) {
+    const KernelTable& kt = WithGemmActivations(*base, GemmActivations::kBf16);
+    ASSERT_EQ(kt.level, base->level);
+    ASSERT_EQ(kt.bf16_activations, GemmActivations::kBf16);
+    EXPECT_EQ(&WithGemmActivations(kt, GemmActivations::kFp32), base);
+    EXPECT_EQ(KernelSelfTest(kt), "") << KernelLevelName(kt.level);
+    const std::string lv = KernelLevelName(kt.level);
+    for (auto [m, n, k] : {std::tuple{1, 7, 13}, {5, 33, 64}, {9, 130, 257}, {6, 40, 2048}}) {
+      auto x = Randn(m * k, 31 + m);
+      auto wf = Randn(n * k, 32 + n);
+      std::vector<uint16_t> wb(n * k);
+      for (size_t i = 0; i < wb.size(); ++i) wb[i] = F32ToBf16(wf[i]);
+      std::vector<float> y(m * n, NAN);
+      kt.gemm_bf16(x.data(), k, wb.data(), k, y.data(), n, m, n, k, {});
+      double e = 0;
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) {
+          double sum = 0;
+          for (int t = 0; t < k; ++t) {
+            sum += double(Bf16ToF32(F32ToBf16(x[i * k + t]))) * Bf16ToF32(wb[j * k + t]);
+          }
+          e = std::max(e, std::abs(sum - y[i * n + j]));
+        }
+      }
+      EXPECT_LE(e, kGemmTol) << lv << " " << m << "x" << n << "x" << k;
+      for (int mr : {1, 2, 4}) {
+        for (int nb : {0, 5, 16}) {
+          std::vector<float> yt(m * n, NAN);
+          kt.gemm_bf16(x.data(), k, wb.data(), k, yt.data(), n, m, n, k, {.mr = mr, .nb = nb});
+          EXPECT_EQ(yt, y) << lv << " mr=" << mr << " nb=" << nb;
+        }
+      }
+      for (int i = 0; i < m; ++i) {
+        std::vector<float> row(n, NAN);
+        kt.gemm_bf16(x.data() + i * k, k, wb.data(), k, row.data(), n, 1, n, k, {});
+        EXPECT_TRUE(std::equal(row.begin(), row.end(), y.begin() + i * n)) << lv << " row " << i;
+      }
+    }
+    for (int64_t k : {1, 31, 77, 1024}) {
+      std::vector<float> x(k, 1.0f + 1.0f / 4096);
+      std::vector<uint16_t> w(3 * k, F32ToBf16(1.0f));
+      std::vector<float> y(3, NAN);
+      kt.gemm_bf16(x.data(), k, w.data(), k, y.data(), 3, 1, 3, k, {});
+      for (float v : y) EXPECT_EQ(v, static_cast<float>(k)) << lv << " k=" << k;
+    }
+  }
+}
+
 // Every level's attention against float64 on one cache of rows [ka | kb] (values = ka, as in
 // MLA's absorbed form), over every position (dense) and over an index list with gaps (sparse).
 TEST(Kernels, AttendMatchesFloat64DenseAndSparse) {

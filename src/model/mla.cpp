@@ -26,6 +26,15 @@ std::vector<int64_t> Selection(const LayerContext& ctx, const int32_t* topk, int
   return sel;
 }
 
+// The kernels for the products with kv_b_proj. note: they take their activations exactly
+// (GemmActivations::kFp32) whatever the rest of the forward does: the expanded and absorbed
+// forms round different operands (the cached latent vs q_nope and the attention output), so
+// with bf16 activations they would disagree by ~1e-3 and a token's output would depend on
+// which form its chunk took, i.e. on how the scheduler chunked and batched it.
+const KernelTable& KvBKernels(const LayerContext& ctx) {
+  return WithGemmActivations(ctx.kt, GemmActivations::kFp32);
+}
+
 bool UseAbsorbed(const LayerContext& ctx, const RowGroup& g) {
   switch (ctx.opts.mla_form) {
     case MlaForm::kExpanded:
@@ -63,7 +72,7 @@ void AttendExpanded(const LayerContext& ctx, const AttentionWeights& w, int64_t 
     kpe[t] = kpe_rows.data() + t * Dr;
   }
   std::vector<float> kvb(S * H * Dkv);  // [S, H, Dn+Dv]: k_nope | v per head
-  Linear(ctx.kt, ctx.pool, lat.data(), S, w.kv_b_proj, kvb.data());
+  Linear(KvBKernels(ctx), ctx.pool, lat.data(), S, w.kv_b_proj, kvb.data());
   const float scale = static_cast<float>(c.softmax_scale());
   std::vector<float> s;
   std::vector<const float*> kn, kr, v;
@@ -104,7 +113,7 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
     for (int64_t i = 0; i < m; ++i) {
       std::copy_n(q + ((g.begin + i) * H + h) * Dq, Dn, qn.data() + i * Dn);
     }
-    Linear(ctx.kt, ctx.pool, qn.data(), m, w.kv_b_uk_t.Rows(h * Rkv, Rkv),
+    Linear(KvBKernels(ctx), ctx.pool, qn.data(), m, w.kv_b_uk_t.Rows(h * Rkv, Rkv),
            q_lat.data() + h * m * Rkv);
   }
   for (int64_t r = g.begin; r < g.end; ++r) {
@@ -132,8 +141,8 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   // o[h] [m, Dv] = o_lat[h] · W_UVᵀ, one GEMM per head.
   std::vector<float> oh(m * Dv);
   for (int64_t h = 0; h < H; ++h) {
-    Linear(ctx.kt, ctx.pool, o_lat.data() + h * m * Rkv, m, w.kv_b_proj.Rows(h * Dkv + Dn, Dv),
-           oh.data());
+    Linear(KvBKernels(ctx), ctx.pool, o_lat.data() + h * m * Rkv, m,
+           w.kv_b_proj.Rows(h * Dkv + Dn, Dv), oh.data());
     for (int64_t i = 0; i < m; ++i) std::copy_n(oh.data() + i * Dv, Dv, o + (i * H + h) * Dv);
   }
 }

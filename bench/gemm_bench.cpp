@@ -1,0 +1,138 @@
+// Prefill GEMM rates against the machine's ceilings: the threaded bf16 GEMM with activations
+// taken exactly (GemmActivations::kFp32, three vdpbf16ps per product) and rounded to bf16 (kBf16,
+// one), and the MXFP4 GEMM (int8 activations, vpdpbusd), at the bench-scale prefill shapes (m
+// rows of activations × the attention / expert weights), against register-only loops of the
+// same instructions on the same threads (gemm_peak.cpp). Best and median of `reps`; weights
+// random, activations N(0, 1). The host is shared: run nothing else meanwhile.
+//
+//   gemm_bench [threads=0 (all)] [reps=7] [m=128,512] [shapes=2048x2048,768x2048,2048x768]
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/cpu_features.h"
+#include "base/numerics.h"
+#include "base/thread_pool.h"
+#include "kernels/kernels.h"
+#include "kernels/mxfp4.h"
+
+namespace mx::bench {
+double Bf16DotLoop(int64_t iters);
+double Int8DotLoop(int64_t iters);
+}  // namespace mx::bench
+
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::vector<int64_t> Ints(const std::string& s) {
+  std::vector<int64_t> v;
+  std::stringstream ss(s);
+  for (std::string t; std::getline(ss, t, ',');) v.push_back(std::stoll(t));
+  return v;
+}
+
+// Best GFLOP/s of `reps` runs of loop() on every pool thread at once.
+double Peak(mx::ThreadPool& pool, double (*loop)(int64_t), int reps) {
+  double best = 0;
+  for (int r = 0; r < reps; ++r) {
+    std::vector<double> ops(pool.size());
+    const double t0 = Now();
+    pool.parallel_for(0, pool.size(), [&](int64_t lo, int64_t hi, int) {
+      for (int64_t i = lo; i < hi; ++i) ops[i] = loop(2'000'000);
+    });
+    const double dt = Now() - t0;
+    double total = 0;
+    for (double o : ops) total += o;
+    best = std::max(best, total / dt / 1e9);
+  }
+  return best;
+}
+
+struct Stats {
+  double best, median;
+};
+
+template <typename Fn>
+Stats Time(int reps, Fn fn) {
+  fn();  // warm-up
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = Now();
+    fn();
+    t.push_back(Now() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return {t.front(), t[t.size() / 2]};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::map<std::string, std::string> a = {
+      {"threads", "0"}, {"reps", "7"}, {"m", "128,512"}, {"shapes", "2048x2048,768x2048,2048x768"}};
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos || !a.count(s.substr(0, eq))) {
+      fmt::print(stderr, "gemm_bench: unknown argument '{}'\n", s);
+      return 1;
+    }
+    a[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  const mx::CpuFeatures& f = mx::GetCpuFeatures();
+  if (!(f.avx512_core() && f.avx512bf16 && f.avx512vnni)) {
+    fmt::print(stderr, "gemm_bench: needs AVX-512 BF16 and VNNI\n");
+    return 1;
+  }
+  mx::ThreadPool pool(std::stoi(a["threads"]));
+  const int reps = std::stoi(a["reps"]);
+  const mx::KernelTable& exact = mx::SelectKernels();
+  const mx::KernelTable& x16 = mx::WithGemmActivations(exact, mx::GemmActivations::kBf16);
+  const double bf16_peak = Peak(pool, mx::bench::Bf16DotLoop, 5);
+  const double int8_peak = Peak(pool, mx::bench::Int8DotLoop, 5);
+  fmt::print("{} threads, kernels {}; ceilings (register-only loops): vdpbf16ps {:.0f} GFLOP/s, "
+             "vpdpbusd {:.0f} GOP/s\n\n",
+             pool.size(), mx::KernelLevelName(exact.level), bf16_peak, int8_peak);
+  fmt::print("| GEMM | m | n | k | GFLOP/s best | median | % of vdpbf16ps ceiling |\n");
+  fmt::print("|---|---:|---:|---:|---:|---:|---:|\n");
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::stringstream shapes(a["shapes"]);
+  for (std::string sh; std::getline(shapes, sh, ',');) {
+    const size_t xpos = sh.find('x');
+    const int64_t n = std::stoll(sh.substr(0, xpos)), k = std::stoll(sh.substr(xpos + 1));
+    std::vector<uint16_t> wb(n * k);
+    for (auto& w : wb) w = mx::F32ToBf16(0.02f * nd(rng));
+    std::vector<uint8_t> wq(n * k / 2), we(n * k / 32);
+    for (auto& q : wq) q = static_cast<uint8_t>(rng());
+    for (auto& e : we) e = static_cast<uint8_t>(118 + rng() % 8);
+    for (int64_t m : Ints(a["m"])) {
+      std::vector<float> x(m * k), y(m * n);
+      for (auto& v : x) v = nd(rng);
+      const double flops = 2.0 * m * n * k;
+      auto row = [&](const char* name, Stats s) {
+        fmt::print("| {} | {} | {} | {} | {:.0f} | {:.0f} | {:.0f}% |\n", name, m, n, k,
+                   flops / s.best / 1e9, flops / s.median / 1e9, 100 * flops / s.best / 1e9 / bf16_peak);
+      };
+      row("bf16, fp32 activations (3 parts)", Time(reps, [&] {
+            mx::GemmBf16(exact, pool, x.data(), m, k, wb.data(), n, y.data());
+          }));
+      row("bf16, bf16 activations", Time(reps, [&] {
+            mx::GemmBf16(x16, pool, x.data(), m, k, wb.data(), n, y.data());
+          }));
+      row("MXFP4, int8 activations", Time(reps, [&] {
+            mx::GemmMxfp4(exact, pool, x.data(), m, k, wq.data(), we.data(), n, y.data());
+          }));
+    }
+  }
+  return 0;
+}
