@@ -11,6 +11,7 @@
 #include "base/dtype.h"
 #include "base/log.h"
 #include "base/mmap.h"
+#include "base/scratch.h"
 #include "base/status.h"
 
 namespace mx {
@@ -85,6 +86,22 @@ TEST(MappedFile, MapsContentsAndReportsMissingFiles) {
 
 // PageBuffer: zero until written, every byte writable, 2 MB-aligned when huge pages are asked
 // for, and a move hands the mapping over (the source ends empty).
+// A scratch buffer keeps its block while requests fit (contents included: nothing clears it)
+// and only grows; each block holds what was asked for (ASan checks the writes).
+TEST(ScratchBuffer, GrowsOnlyAndKeepsItsBlockWhileRequestsFit) {
+  ScratchBuffer<float> b;
+  EXPECT_EQ(b.capacity(), 0u);
+  float* p = b.Get(100);
+  for (int i = 0; i < 100; ++i) p[i] = static_cast<float>(i);
+  EXPECT_EQ(b.Get(10), p);
+  EXPECT_EQ(b.Get(100), p);
+  EXPECT_EQ(p[99], 99.0f);
+  float* q = b.Get(1000);
+  EXPECT_EQ(b.capacity(), 1000u);
+  for (int i = 0; i < 1000; ++i) q[i] = 1.0f;
+  EXPECT_EQ(b.Get(500), q);
+}
+
 TEST(PageBuffer, ZeroFilledWritableAlignedAndMovable) {
   std::mt19937 rng(std::random_device{}());
   for (bool huge : {false, true}) {

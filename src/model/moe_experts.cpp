@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/scratch.h"
 #include "kernels/mxfp4.h"
 #include "model/moe.h"
 
@@ -26,6 +27,14 @@ struct Job {
   int64_t f;             // width (gate_proj rows)
   int64_t goff;          // first element in G / U (Σ earlier n · f)
   bool mx;               // MXFP4 weights (the shared expert may be bf16 when routed are MXFP4)
+};
+
+// The runner's working memory, kept per calling thread across calls (allocated once at the
+// largest batch, never zeroed: every element is written before it is read), so a forward step
+// does not allocate, fault in and clear ~100 MB per MoE layer.
+struct Workspace {
+  ScratchBuffer<float> x, g, u, y;
+  ScratchBuffer<BlockQ8> xq, hq;
 };
 
 // The activations of one job: fp32 rows, and their Q8 blocks for an MXFP4 weight.
@@ -54,6 +63,8 @@ class ExpertRunner {
   ExpertRunner(const KernelTable& kt, ThreadPool& pool, const MoeWeights& w, const float* m,
                int64_t T, const std::vector<ExpertRows>& by_expert, const MoeKernelConfig& cfg)
       : kt_(kt), pool_(pool), cfg_(cfg), T_(T), D_(w.gate.empty() ? 0 : w.gate.k) {
+    thread_local Workspace ws;
+    ws_ = &ws;
     const MlpWeights* any = w.has_shared ? &w.shared_experts : nullptr;
     for (size_t e = 0; e < by_expert.size() && any == nullptr; ++e) {
       if (!by_expert[e].rows.empty()) any = &w.experts[e];
@@ -68,17 +79,25 @@ class ExpertRunner {
               static_cast<int64_t>(er.rows.size()));
     }
     if (w.has_shared) AddJobs(&w.shared_experts, shared_rows_.data(), nullptr, T);
-    x_.resize(R_ * D_);
-    y_.resize(R_ * D_);
+    x_ = ws_->x.Get(R_ * D_);
+    y_ = ws_->y.Get(R_ * D_);
     if (cfg.split != MoeSplit::kColumns || cfg.fuse_gate_up) {  // the plain path has its own
-      g_.resize(G_);
-      u_.resize(G_);
+      g_ = ws_->g.Get(G_);
+      u_ = ws_->u.Get(G_);
     }
-    for (const Job& j : jobs_) {
-      for (int64_t i = 0; i < j.n; ++i) {
-        std::copy(m + j.rows[i] * D_, m + (j.rows[i] + 1) * D_, x_.data() + (j.off + i) * D_);
+    if (mx_) {
+      xq_ = ws_->xq.Get(R_ * (D_ / 32));
+      hq_ = ws_->hq.Get(G_ / 32);
+    }
+    // Gathered in parallel: at prefill sizes this copy is ~R·D·4 bytes (tens of MB).
+    pool_.parallel_for(0, static_cast<int64_t>(jobs_.size()), [&](int64_t lo, int64_t hi, int) {
+      for (int64_t ji = lo; ji < hi; ++ji) {
+        const Job& j = jobs_[ji];
+        for (int64_t i = 0; i < j.n; ++i) {
+          std::copy(m + j.rows[i] * D_, m + (j.rows[i] + 1) * D_, x_ + (j.off + i) * D_);
+        }
       }
-    }
+    });
   }
 
   void Run(float* out) {
@@ -98,7 +117,7 @@ class ExpertRunner {
     for (const Job& j : jobs_) {
       for (int64_t i = 0; i < j.n; ++i) {
         float* o = out + j.rows[i] * D_;
-        const float* y = y_.data() + (j.off + i) * D_;
+        const float* y = y_ + (j.off + i) * D_;
         if (j.weights == nullptr) {
           for (int64_t d = 0; d < D_; ++d) o[d] += y[d];
         } else {
@@ -123,34 +142,25 @@ class ExpertRunner {
     }
   }
 
-  Act X(const Job& j) const {
-    return {x_.data() + j.off * D_, j.mx ? xq_.data() + j.off * (D_ / 32) : nullptr};
-  }
-  Act H(const Job& j) const {
-    return {g_.data() + j.goff, j.mx ? hq_.data() + j.goff / 32 : nullptr};
-  }
+  Act X(const Job& j) const { return {x_ + j.off * D_, j.mx ? xq_ + j.off * (D_ / 32) : nullptr}; }
+  Act H(const Job& j) const { return {g_ + j.goff, j.mx ? hq_ + j.goff / 32 : nullptr}; }
 
   // Q8 blocks of the job's X rows / G rows (MXFP4 weights only).
   void QuantizeX(const Job& j) {
     if (!j.mx) return;
     for (int64_t r = j.off; r < j.off + j.n; ++r) {
-      QuantizeRowQ8(x_.data() + r * D_, D_, xq_.data() + r * (D_ / 32));
+      QuantizeRowQ8(x_ + r * D_, D_, xq_ + r * (D_ / 32));
     }
   }
   void QuantizeH(const Job& j) {
     if (!j.mx) return;
     for (int64_t i = 0; i < j.n; ++i) {
-      QuantizeRowQ8(g_.data() + j.goff + i * j.f, j.f, hq_.data() + (j.goff + i * j.f) / 32);
+      QuantizeRowQ8(g_ + j.goff + i * j.f, j.f, hq_ + (j.goff + i * j.f) / 32);
     }
   }
   // Every job's X (or G) rows, jobs split over the pool.
   void QuantizeAll(bool h) {
     if (!mx_) return;
-    if (h) {
-      hq_.resize(G_ / 32);
-    } else {
-      xq_.resize(R_ * (D_ / 32));
-    }
     pool_.parallel_for(0, static_cast<int64_t>(jobs_.size()), [&](int64_t lo, int64_t hi, int) {
       for (int64_t i = lo; i < hi; ++i) h ? QuantizeH(jobs_[i]) : QuantizeX(jobs_[i]);
     });
@@ -158,8 +168,8 @@ class ExpertRunner {
 
   // G[:, c0..c1) = SiLU(gate) ⊙ up for the job's rows.
   void GateUp(const Job& j, int64_t c0, int64_t c1) {
-    float* g = g_.data() + j.goff;
-    float* u = u_.data() + j.goff;
+    float* g = g_ + j.goff;
+    float* u = u_ + j.goff;
     LinearCols(kt_, j.w->gate_proj, X(j), j.n, c0, c1, g, j.f, cfg_.tiling);
     LinearCols(kt_, j.w->up_proj, X(j), j.n, c0, c1, u, j.f, cfg_.tiling);
     for (int64_t i = 0; i < j.n; ++i) {
@@ -167,21 +177,17 @@ class ExpertRunner {
     }
   }
   void Down(const Job& j, int64_t c0, int64_t c1) {
-    LinearCols(kt_, j.w->down_proj, H(j), j.n, c0, c1, y_.data() + j.off * D_, D_, cfg_.tiling);
+    LinearCols(kt_, j.w->down_proj, H(j), j.n, c0, c1, y_ + j.off * D_, D_, cfg_.tiling);
   }
 
   // The untuned path: three threaded GEMMs per job (each quantizing its own input).
   void ColumnsPlain(const Job& j) {
-    SwiGluMlp(kt_, pool_, *j.w, x_.data() + j.off * D_, j.n, y_.data() + j.off * D_, cfg_.tiling);
+    SwiGluMlp(kt_, pool_, *j.w, x_ + j.off * D_, j.n, y_ + j.off * D_, cfg_.tiling);
   }
 
   // One parallel pass for gate, up and SiLU·up, one for down.
   void ColumnsFused(const Job& j) {
-    if (j.mx) {
-      xq_.resize(R_ * (D_ / 32));
-      hq_.resize(G_ / 32);
-      QuantizeX(j);
-    }
+    QuantizeX(j);
     pool_.parallel_for(0, j.f, [&](int64_t lo, int64_t hi, int) { GateUp(j, lo, hi); });
     QuantizeH(j);
     pool_.parallel_for(0, D_, [&](int64_t lo, int64_t hi, int) { Down(j, lo, hi); });
@@ -219,7 +225,6 @@ class ExpertRunner {
   // Whole jobs per worker, balanced by rows: the jobs whose first row falls in its range.
   void WholeExperts() {
     QuantizeAll(false);
-    if (mx_) hq_.resize(G_ / 32);
     pool_.parallel_for(0, R_, [&](int64_t lo, int64_t hi, int) {
       for (const Job& j : jobs_) {
         if (j.off < lo || j.off >= hi) continue;
@@ -238,8 +243,9 @@ class ExpertRunner {
   bool mx_ = false;            // any job has MXFP4 weights
   std::vector<int64_t> shared_rows_;
   std::vector<Job> jobs_;
-  std::vector<float> x_, g_, u_, y_;  // [R, D], [G], [G], [R, D]
-  std::vector<BlockQ8> xq_, hq_;      // [R, D/32], [G/32] (MXFP4)
+  Workspace* ws_ = nullptr;
+  float *x_ = nullptr, *g_ = nullptr, *u_ = nullptr, *y_ = nullptr;  // [R, D], [G], [G], [R, D]
+  BlockQ8 *xq_ = nullptr, *hq_ = nullptr;                            // [R, D/32], [G/32] (MXFP4)
 };
 
 }  // namespace
