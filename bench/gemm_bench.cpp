@@ -6,6 +6,7 @@
 // random, activations N(0, 1). The host is shared: run nothing else meanwhile.
 //
 //   gemm_bench [threads=0 (all)] [reps=7] [m=128,512] [shapes=2048x2048,768x2048,2048x768]
+//              [mr=0] [nb=0] (the GemmTiling of every GEMM; 0 = the kernels' defaults)
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -78,7 +79,8 @@ Stats Time(int reps, Fn fn) {
 
 int main(int argc, char** argv) {
   std::map<std::string, std::string> a = {
-      {"threads", "0"}, {"reps", "7"}, {"m", "128,512"}, {"shapes", "2048x2048,768x2048,2048x768"}};
+      {"threads", "0"}, {"reps", "7"}, {"m", "128,512"}, {"shapes", "2048x2048,768x2048,2048x768"},
+      {"nb", "0"},      {"mr", "0"}};
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
     const size_t eq = s.find('=');
@@ -97,11 +99,13 @@ int main(int argc, char** argv) {
   const int reps = std::stoi(a["reps"]);
   const mx::KernelTable& exact = mx::SelectKernels();
   const mx::KernelTable& x16 = mx::WithGemmActivations(exact, mx::GemmActivations::kBf16);
+  const mx::GemmTiling tiling{.mr = std::stoi(a["mr"]), .nb = std::stoi(a["nb"])};
   const double bf16_peak = Peak(pool, mx::bench::Bf16DotLoop, 5);
   const double int8_peak = Peak(pool, mx::bench::Int8DotLoop, 5);
-  fmt::print("{} threads, kernels {}; ceilings (register-only loops): vdpbf16ps {:.0f} GFLOP/s, "
-             "vpdpbusd {:.0f} GOP/s\n\n",
-             pool.size(), mx::KernelLevelName(exact.level), bf16_peak, int8_peak);
+  fmt::print(
+      "{} threads, kernels {}; ceilings (register-only loops): vdpbf16ps {:.0f} GFLOP/s, "
+      "vpdpbusd {:.0f} GOP/s\n\n",
+      pool.size(), mx::KernelLevelName(exact.level), bf16_peak, int8_peak);
   fmt::print("| GEMM | m | n | k | GFLOP/s best | median | % of vdpbf16ps ceiling |\n");
   fmt::print("|---|---:|---:|---:|---:|---:|---:|\n");
   std::mt19937 rng(7);
@@ -121,16 +125,17 @@ int main(int argc, char** argv) {
       const double flops = 2.0 * m * n * k;
       auto row = [&](const char* name, Stats s) {
         fmt::print("| {} | {} | {} | {} | {:.0f} | {:.0f} | {:.0f}% |\n", name, m, n, k,
-                   flops / s.best / 1e9, flops / s.median / 1e9, 100 * flops / s.best / 1e9 / bf16_peak);
+                   flops / s.best / 1e9, flops / s.median / 1e9,
+                   100 * flops / s.best / 1e9 / bf16_peak);
       };
       row("bf16, fp32 activations (3 parts)", Time(reps, [&] {
-            mx::GemmBf16(exact, pool, x.data(), m, k, wb.data(), n, y.data());
+            mx::GemmBf16(exact, pool, x.data(), m, k, wb.data(), n, y.data(), tiling);
           }));
       row("bf16, bf16 activations", Time(reps, [&] {
-            mx::GemmBf16(x16, pool, x.data(), m, k, wb.data(), n, y.data());
+            mx::GemmBf16(x16, pool, x.data(), m, k, wb.data(), n, y.data(), tiling);
           }));
       row("MXFP4, int8 activations", Time(reps, [&] {
-            mx::GemmMxfp4(exact, pool, x.data(), m, k, wq.data(), we.data(), n, y.data());
+            mx::GemmMxfp4(exact, pool, x.data(), m, k, wq.data(), we.data(), n, y.data(), tiling);
           }));
     }
   }

@@ -23,10 +23,10 @@ double Bf16DotLoop(int64_t iters) {
     MX_DP(a6), MX_DP(a7), MX_DP(a8), MX_DP(a9), MX_DP(a10), MX_DP(a11);
 #undef MX_DP
   }
-  const __m512 s = _mm512_add_ps(
-      _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                    _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7))),
-      _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
+  const __m512 s =
+      _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                                  _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7))),
+                    _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
   volatile float sink = _mm512_reduce_add_ps(s);
   (void)sink;
   return static_cast<double>(iters) * 12 * 32 * 2;

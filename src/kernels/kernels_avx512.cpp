@@ -123,6 +123,37 @@ inline void StoreSums(const __m512 (&acc)[MR][NR], float* y, int64_t ldy) {
   }
 }
 
+// One chunk of 32 k values: acc[i][j] += parts of x row i · w row j over [t, t + 32). W loads
+// under `mk` (the last, partial chunk) or plain (the rest: masked loads cost more on some
+// cores); x rows are padded to whole chunks, so they load plain.
+template <int P, int MR, int NR, bool kMasked>
+[[gnu::always_inline]] inline void Chunk(const uint16_t* xh, const uint16_t* xm, const uint16_t* xl,
+                                         int64_t k32, const uint16_t* w, int64_t ldw, int64_t t,
+                                         __mmask32 mk, __m512 (&acc)[MR][NR]) {
+  __m512bh wv[NR];
+  for (int j = 0; j < NR; ++j) {
+    const uint16_t* wj = w + j * ldw + t;
+    _mm_prefetch(reinterpret_cast<const char*>(wj + kGemvPrefetch), _MM_HINT_T0);
+    wv[j] = reinterpret_cast<__m512bh>(kMasked ? _mm512_maskz_loadu_epi16(mk, wj)
+                                               : _mm512_loadu_si512(wj));
+  }
+  for (int i = 0; i < MR; ++i) {
+    const int64_t o = i * k32 + t;
+    const __m512bh h = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xh + o));
+    if constexpr (P == 3) {
+      const __m512bh md = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xm + o));
+      const __m512bh l = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xl + o));
+      for (int j = 0; j < NR; ++j) {  // smallest part first
+        acc[i][j] = _mm512_dpbf16_ps(acc[i][j], l, wv[j]);
+        acc[i][j] = _mm512_dpbf16_ps(acc[i][j], md, wv[j]);
+        acc[i][j] = _mm512_dpbf16_ps(acc[i][j], h, wv[j]);
+      }
+    } else {
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], h, wv[j]);
+    }
+  }
+}
+
 // y[MR rows, NR columns] = Σ parts[MR, k] · w[NR, k]ᵀ.
 template <int P, int MR, int NR>
 inline void MicroKernel(const SplitX& s, int64_t row, const uint16_t* w, int64_t ldw, float* y,
@@ -134,30 +165,13 @@ inline void MicroKernel(const SplitX& s, int64_t row, const uint16_t* w, int64_t
   const uint16_t* xh = s.hi.data() + row * s.k32;
   const uint16_t* xm = P == 3 ? s.mid.data() + row * s.k32 : nullptr;
   const uint16_t* xl = P == 3 ? s.lo.data() + row * s.k32 : nullptr;
-  for (int64_t t = 0; t < k; t += kChunk) {
-    const __mmask32 mk = k - t >= kChunk ? ~__mmask32(0) : __mmask32((uint64_t{1} << (k - t)) - 1);
-    __m512bh wv[NR];
-    for (int j = 0; j < NR; ++j) {
-      if constexpr (MR == 1) {
-        _mm_prefetch(reinterpret_cast<const char*>(w + j * ldw + t + kGemvPrefetch), _MM_HINT_T0);
-      }
-      wv[j] = reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(mk, w + j * ldw + t));
-    }
-    for (int i = 0; i < MR; ++i) {
-      const int64_t o = i * s.k32 + t;
-      const __m512bh h = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xh + o));
-      if constexpr (P == 3) {
-        const __m512bh md = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xm + o));
-        const __m512bh l = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xl + o));
-        for (int j = 0; j < NR; ++j) {  // smallest part first
-          acc[i][j] = _mm512_dpbf16_ps(acc[i][j], l, wv[j]);
-          acc[i][j] = _mm512_dpbf16_ps(acc[i][j], md, wv[j]);
-          acc[i][j] = _mm512_dpbf16_ps(acc[i][j], h, wv[j]);
-        }
-      } else {
-        for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], h, wv[j]);
-      }
-    }
+  const int64_t full = k / kChunk * kChunk;
+  for (int64_t t = 0; t < full; t += kChunk) {
+    Chunk<P, MR, NR, false>(xh, xm, xl, s.k32, w, ldw, t, 0, acc);
+  }
+  if (full < k) {
+    const __mmask32 mk = __mmask32((uint64_t{1} << (k - full)) - 1);
+    Chunk<P, MR, NR, true>(xh, xm, xl, s.k32, w, ldw, full, mk, acc);
   }
   StoreSums<MR, NR>(acc, y, ldy);
 }
