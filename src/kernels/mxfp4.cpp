@@ -99,7 +99,11 @@ void GemmMxfp4(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t 
   std::fill(y, y + m * n, std::numeric_limits<float>::quiet_NaN());
   const int64_t nb = k / 32;
   std::vector<BlockQ8> xq(m * nb);  // [m, k/32]
-  for (int64_t i = 0; i < m; ++i) QuantizeRowQ8(x + i * k, k, xq.data() + i * nb);
+  // Rows quantized on the pool: serially this took a third of a 512-row prefill GEMM's time
+  // and kept the second thread idle.
+  pool.parallel_for(0, m, [&](int64_t lo, int64_t hi, int) {
+    for (int64_t i = lo; i < hi; ++i) QuantizeRowQ8(x + i * k, k, xq.data() + i * nb);
+  });
   const GemmMxfp4Fn fn = kt.gemm_mxfp4 != nullptr ? kt.gemm_mxfp4 : ref::GemmMxfp4;
   constexpr int64_t kMinRowsPerWorker = 16;
   if (pool.size() <= 1 || n < 2 * kMinRowsPerWorker || m * n * k < (1 << 16)) {
