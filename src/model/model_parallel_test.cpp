@@ -151,7 +151,12 @@ TEST_P(ModelParallelTest, SameGreedyTokensAndCloseLogitsAsTheWholeModel) {
   auto whole = Model::Load(dir);
   ASSERT_TRUE(whole.ok()) << whole.status().ToString();
   const int64_t V = (*whole)->config().vocab_size;
-  const std::vector<int32_t> prompt = RandomPrompt(V, 40, 7 + size + (ep ? 100 : 0));
+  // note: the prompt must keep every indexer / router score of these random tiny models clear of
+  // ties at fp32 summation-order noise, or a choice flips between the whole model and its
+  // shards (row-parallel sums) and one row's logits move by ~1. Seeds 7+ hit one at some
+  // kernel level (the ref at -O1, the AVX-512 bf16 GEMM's reduction tree); 13+ passes at
+  // ref, avx2 and avx512 in the release and ASan builds.
+  const std::vector<int32_t> prompt = RandomPrompt(V, 40, 13 + size + (ep ? 100 : 0));
   constexpr int kSteps = 32;
   const GreedyRun ref = Generate(**whole, prompt, kSteps, nullptr);
   ASSERT_EQ(ref.tokens.size(), static_cast<size_t>(kSteps));
