@@ -91,8 +91,6 @@ struct RunInfo {
 
 nlohmann::ordered_json JsonRow(const RunInfo& info, const BenchSamples& s) {
   nlohmann::ordered_json j;
-  j["build_commit"] = "";
-  j["build_number"] = 0;
   j["mxserve_version"] = MX_VERSION;
   j["model_filename"] = info.model_filename;
   j["model_type"] = info.model_type;
@@ -236,9 +234,7 @@ int RunOffline(const OfflineArgs& a) {
 VerbRun SetupBenchOffline(CLI::App& bench) {
   auto a = std::make_shared<OfflineArgs>();
   auto* sub = bench.add_subcommand(
-      "offline",
-      "llama-bench for mxserve: prefill (ppN), decode (tgN) and decode after a prompt (tgG@ppP) "
-      "tok/s with the model resident");
+      "offline", "llama-bench for mxserve: ppN, tgN, tgG@ppP tok/s with the model resident");
   sub->add_option("model_dir", a->model_dir, "Hugging Face checkpoint directory")->required();
   sub->add_option("-p,--n-prompt", a->n_prompt, "prompt sizes, comma-separated (0: none)")
       ->allow_extra_args(false)
