@@ -137,7 +137,7 @@ void ColsGemmF32(const KernelTable& kt, const LinearWeight& w, const float* xf, 
 // ---- MXFP4: per 32-element block 16 bytes of E2M1 codes (split-half order) + 1 E8M0 scale.
 // Rows: mx_q + row·k/2, mx_e + row·k/32.
 
-constexpr int64_t kMxBlock = 32;
+constexpr int64_t kMxBlock = quant::kMxBlock;
 
 LinearWeight LoadMxfp4(const TensorView& v, const TensorView* scale) {
   MX_CHECK(scale != nullptr);  // CheckCheckpoint and CheckQuantization pair them
@@ -213,29 +213,34 @@ constexpr std::array<DType, 1> kBf16Files = {DType::kBF16};
 constexpr std::array<DType, 2> kF32Files = {DType::kF32, DType::kF16};
 constexpr std::array<DType, 1> kMxfp4Files = {DType::kU8};
 
-const std::array<LinearFormat, 3> kFormats = {{
-    {"bf16", DType::kBF16, 1, 2, kBf16Files, nullptr, false, LoadBf16, AtBf16, RowsBf16, ColsBf16,
-     GemmBf16Weight, ColsGemmBf16},
-    {"f32", DType::kF32, 1, 4, kF32Files, nullptr, false, LoadF32, AtF32, RowsF32, ColsF32,
-     GemmF32Weight, ColsGemmF32},
-    {"mxfp4", DType::kU8, kMxBlock, kMxBlock / 2 + 1, kMxfp4Files, "_scale", true, LoadMxfp4,
-     AtMxfp4, RowsMxfp4, ColsMxfp4, GemmMxfp4Weight, ColsGemmMxfp4},
-}};
+using Table = std::array<LinearFormat, 3>;
+
+const Table& Formats() {
+  static const Table t = {{
+      {"bf16", DType::kBF16, 1, 2, kBf16Files, nullptr, false, LoadBf16, AtBf16, RowsBf16, ColsBf16,
+       GemmBf16Weight, ColsGemmBf16},
+      {"f32", DType::kF32, 1, 4, kF32Files, nullptr, false, LoadF32, AtF32, RowsF32, ColsF32,
+       GemmF32Weight, ColsGemmF32},
+      {"mxfp4", DType::kU8, kMxBlock, kMxBlock / 2 + 1, kMxfp4Files, &quant::Mxfp4Format(), true,
+       LoadMxfp4, AtMxfp4, RowsMxfp4, ColsMxfp4, GemmMxfp4Weight, ColsGemmMxfp4},
+  }};
+  return t;
+}
 
 }  // namespace
 
-std::span<const LinearFormat> LinearFormats() { return kFormats; }
+std::span<const LinearFormat> LinearFormats() { return Formats(); }
 
 const LinearFormat& FormatOf(const LinearWeight& w) {
-  for (const LinearFormat& f : kFormats) {
+  for (const LinearFormat& f : Formats()) {
     if (f.dtype == w.dtype) return f;
   }
   MX_CHECK_MSG(false, std::string("no linear format for dtype ") + DTypeName(w.dtype));
-  return kFormats[0];
+  return Formats()[0];
 }
 
 const LinearFormat* FormatForFileDtype(DType file_dtype) {
-  for (const LinearFormat& f : kFormats) {
+  for (const LinearFormat& f : Formats()) {
     if (std::find(f.file_dtypes.begin(), f.file_dtypes.end(), file_dtype) != f.file_dtypes.end()) {
       return &f;
     }

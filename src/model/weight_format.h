@@ -3,8 +3,9 @@
 // from a checkpoint tensor, read element-wise, sliced for tensor / expert parallelism, and
 // multiplied (the threaded GEMM of Linear, the raw column-range kernel of the MoE). Loading
 // (weights.cpp), the forward (Linear, the MoE's expert GEMMs), weight_bytes, the MoE tuning's
-// dtype name and `inspect` look formats up here instead of branching per dtype, so a new format
-// (FP8) is one more entry.
+// dtype name and `inspect` look formats up here instead of branching per dtype; a quantized
+// entry points to its checkpoint codec in quant/quant_format.h, which `mxserve quantize` writes
+// with. A new format (FP8) is one entry here and, if quantized, one there.
 //
 // Shape legend: n output rows, k input columns (W[n, k], HF [out, in]), m activation rows.
 #pragma once
@@ -21,6 +22,7 @@
 #include "kernels/kernels.h"
 #include "kernels/mxfp4.h"
 #include "model/weights.h"
+#include "quant/quant_format.h"
 
 namespace mx {
 
@@ -31,13 +33,14 @@ struct LinearFormat {
   int64_t block_bytes;  // bytes one block occupies in the kernels' layout (codes + scale)
   // The checkpoint dtypes stored in this format (f16 is widened to f32).
   std::span<const DType> file_dtypes;
-  // The companion tensor holding per-block scales ("<name>_scale"), or nullptr.
-  const char* scale_suffix;
+  // A quantized format's checkpoint codec (quant/quant_format.h: the codes and scale tensors,
+  // the row encoder `mxserve quantize` writes with), or null for a plain float format.
+  const quant::QuantFormat* codec;
   // Activations the raw kernel takes: Q8 blocks (quantized per 32 values) instead of fp32 rows.
   bool q8_activations;
 
-  // W[n, k] from checkpoint tensor `v` (2-d, one of file_dtypes; `scale` the companion tensor
-  // when scale_suffix is set, else null): a view into the mapping where the layout allows.
+  // W[n, k] from checkpoint tensor `v` (2-d, one of file_dtypes; `scale` the codec's scale
+  // tensor when there is a codec, else null): a view into the mapping where the layout allows.
   LinearWeight (*load)(const TensorView& v, const TensorView* scale);
   // W[row, col] as fp32 (slow path).
   float (*at)(const LinearWeight& w, int64_t row, int64_t col);

@@ -13,7 +13,7 @@
 
 #include "base/numerics.h"
 #include "model/weight_bytes.h"
-#include "quant/mxfp4.h"
+#include "quant/quant_format.h"
 
 namespace mx::weight_format_test {
 namespace {
@@ -51,12 +51,12 @@ FileTensor MakeTensor(DType dtype, uint64_t seed) {
     t.bytes.resize(kN * kK / 2);
     t.scale_bytes.resize(kN * kK / 32);
     for (int64_t r = 0; r < kN; ++r) {
-      EXPECT_TRUE(quant::QuantizeRow(t.values.data() + r * kK, kK, quant::ScaleMode::kEven,
-                                     t.bytes.data() + r * kK / 2,
-                                     t.scale_bytes.data() + r * kK / 32)
+      const quant::QuantFormat& q = quant::Mxfp4Format();  // as `mxserve quantize` writes
+      EXPECT_TRUE(q.encode_f32(t.values.data() + r * kK, kK, quant::ScaleMode::kEven,
+                               t.bytes.data() + r * kK / 2, t.scale_bytes.data() + r * kK / 32)
                       .ok());
-      quant::DequantizeRow(t.bytes.data() + r * kK / 2, t.scale_bytes.data() + r * kK / 32, kK,
-                           t.values.data() + r * kK);
+      q.decode(t.bytes.data() + r * kK / 2, t.scale_bytes.data() + r * kK / 32, kK,
+               t.values.data() + r * kK);
     }
     t.scale.name = "w_scale";
     t.scale.dtype = DType::kU8;
@@ -72,7 +72,7 @@ FileTensor MakeTensor(DType dtype, uint64_t seed) {
 LinearWeight Load(const FileTensor& t) {
   const LinearFormat* f = FormatForFileDtype(t.view.dtype);
   EXPECT_NE(f, nullptr);
-  return f->load(t.view, f->scale_suffix != nullptr ? &t.scale : nullptr);
+  return f->load(t.view, f->codec != nullptr ? &t.scale : nullptr);
 }
 
 class EveryFormat : public ::testing::TestWithParam<DType> {};
@@ -172,6 +172,10 @@ TEST(LinearFormats, TableIsConsistent) {
     EXPECT_GE(f.block, 1);
     EXPECT_GE(f.block_bytes, 1);
     EXPECT_EQ(f.q8_activations, f.block == 32) << f.name;
+    if (f.codec != nullptr) {  // the checkpoint codec agrees on the name and the block
+      EXPECT_EQ(std::string(f.codec->name), f.name);
+      EXPECT_EQ(f.codec->block, f.block);
+    }
     LinearWeight w;
     w.dtype = f.dtype;
     EXPECT_EQ(&FormatOf(w), &f);

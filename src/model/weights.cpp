@@ -136,7 +136,7 @@ class Loader {
                            DTypeName(v.dtype));
     }
     // MXFP4's scales: checked by CheckCheckpoint and CheckQuantization.
-    const TensorView* scale = f->scale_suffix != nullptr ? &View(name + f->scale_suffix) : nullptr;
+    const TensorView* scale = f->codec != nullptr ? &View(name + f->codec->scale_suffix) : nullptr;
     return f->load(v, scale);
   }
 
