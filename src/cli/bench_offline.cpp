@@ -194,18 +194,29 @@ int RunOffline(const OfflineArgs& a) {
   info.n_batch = a.chunked_prefill_size;
   info.test_time = NowUtc();
   const std::string moe = loaded->moe.state();
-  auto kv = MakeSingleSequenceKvStore(config, *kv_dtype, max_positions, EngineOptions{}.page_size,
-                                      loaded->model->kv_scales());
+  // Enough random ids that every routed expert is picked (weights resident): 8·E/top-k, >= 64.
+  const int64_t warm = std::min<int64_t>(
+      config.max_position_embeddings,
+      std::max<int64_t>(64, config.num_experts_per_tok > 0
+                                ? 8 * config.n_routed_experts / config.num_experts_per_tok
+                                : 0));
+  auto kv = MakeSingleSequenceKvStore(config, *kv_dtype, std::max(max_positions, warm),
+                                      EngineOptions{}.page_size, loaded->model->kv_scales());
   const int threads = a.threads >= 0 ? a.threads : Globals().threads;
   auto runner = MakeModelRunner(*loaded, threads);
   if (!runner.ok()) return Fail(runner.status().message());
   info.n_threads = (*runner)->threads();
   std::fprintf(stderr,
                "mxserve bench offline: kernels %s, %d threads, KV cache %s, MoE config %s, "
-               "prefill chunks of %lld tokens, %d runs per test after a warm-up\n",
+               "prefill chunks of %lld tokens, %d runs per test after a warm-up; weights warmed "
+               "with a %lld-token prefill\n",
                info.kernels.c_str(), info.n_threads, info.kv_cache_dtype.c_str(), moe.c_str(),
-               static_cast<long long>(a.chunked_prefill_size), a.repetitions);
+               static_cast<long long>(a.chunked_prefill_size), a.repetitions,
+               static_cast<long long>(warm));
 
+  if (Status st = WarmUpWeights(**runner, *kv, warm, a.chunked_prefill_size, a.seed); !st.ok()) {
+    return Fail(st.message());
+  }
   BenchOptions bo;
   bo.chunk = a.chunked_prefill_size;
   bo.repetitions = a.repetitions;

@@ -100,6 +100,14 @@ std::pair<double, double> MeanAndStddev(const std::vector<double>& v) {
   return {mean, std::sqrt(ss / (n - 1))};
 }
 
+Status WarmUpWeights(ModelRunner& runner, KvStore& kv, int64_t tokens, int64_t chunk,
+                     uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const auto ids = RandomTokenIds(tokens, runner.config().vocab_size, rng);
+  auto step = [&](const ForwardBatch& b) -> Status { return runner.Forward(b, kv).status(); };
+  return PrefillChunked(step, 0, 0, ids, chunk).WithContext("warm-up");
+}
+
 Result<BenchSamples> RunBenchTest(ModelRunner& runner, KvStore& kv, const BenchTest& test,
                                   const BenchOptions& o,
                                   const std::function<void(const std::string&)>& progress) {

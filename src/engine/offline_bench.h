@@ -8,8 +8,9 @@
 //             tokens/s = N / seconds.
 //   tgG@ppP   a P-token prefill (not timed), then G decode steps (timed); tokens/s = G / seconds.
 //
-// Each test starts with one unmeasured warm-up (llama-bench's: a prefill of up to one chunk
-// and one decode step), then `repetitions` timed runs, each from position 0 of the same
+// After WarmUpWeights (once, at load), each test starts with one unmeasured warm-up
+// (llama-bench's: a prefill of up to one chunk and one decode step), then `repetitions` timed
+// runs, each from position 0 of the same
 // sequence (its rows are overwritten, so the KV pages stay faulted in as in a running engine).
 //
 // Thread-safety: none; one test at a time on one runner and store.
@@ -91,6 +92,14 @@ struct BenchSamples {
 Result<BenchSamples> RunBenchTest(ModelRunner& runner, KvStore& kv, const BenchTest& test,
                                   const BenchOptions& options,
                                   const std::function<void(const std::string&)>& progress = {});
+
+// Makes the weights resident before any test: one untimed prefill of `tokens` random ids on
+// sequence 0 (chunks of `chunk`). Enough ids pick every routed expert with near certainty
+// (32 experts top-8: 64 tokens miss one with p ~ 1e-7; 256 experts top-8 need ~256), so mmapped
+// weights are paged in and a tgN test's first run does not fault in the experts its warm-up
+// step did not pick. REQUIRES: kv holds sequence 0 for `tokens` positions.
+Status WarmUpWeights(ModelRunner& runner, KvStore& kv, int64_t tokens, int64_t chunk,
+                     uint64_t seed = 1);
 
 // Mean and sample standard deviation (n - 1; 0 for fewer than two values).
 std::pair<double, double> MeanAndStddev(const std::vector<double>& v);

@@ -121,6 +121,17 @@ TEST(OfflineBench, EachTestMakesLlamaBenchsForwards) {
   }
 }
 
+TEST(OfflineBench, WeightWarmUpIsOneChunkedPrefill) {
+  RecordingRunner r(50);
+  NullKvStore kv;
+  ASSERT_TRUE(WarmUpWeights(r, kv, 100, 64).ok());
+  EXPECT_EQ(r.calls, (Calls{{0, 64}, {64, 36}}));
+  r.fail_at = 2;
+  auto st = WarmUpWeights(r, kv, 10, 64);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("warm-up"), std::string::npos);
+}
+
 TEST(OfflineBench, ErrorsPropagateAndBadOptionsAreRefused) {
   NullKvStore kv;
   RecordingRunner r(50);
