@@ -217,6 +217,7 @@ int main(int argc, char** argv) {
   for (const std::string& dir : dirs) {
     mx::ModelLoadOptions lo;
     lo.model_dir = dir;
+    lo.gemm_activations = a["activations"];
     lo.untuned_moe = a["tuned"] != "1";
     lo.tokenizer = mx::TokenizerLoad::kNone;
     auto loaded = mx::LoadModel(lo);

@@ -33,6 +33,7 @@ struct OfflineArgs {
   int repetitions = 5;
   std::string output = "md";
   std::string kernels;
+  std::string gemm_activations = "bf16";  // serve's default
   std::string kv_cache_dtype = "auto";
   std::string tuned_config_dir;
   int64_t chunked_prefill_size = EngineOptions{}.chunked_prefill_size;
@@ -84,7 +85,7 @@ int64_t CheckpointBytes(const std::string& dir) {
 
 // What every row shares: the model, the machine set-up.
 struct RunInfo {
-  std::string model_filename, model_type, kernels, kv_cache_dtype, test_time;
+  std::string model_filename, model_type, kernels, gemm_activations, kv_cache_dtype, test_time;
   int64_t model_size = 0, model_n_params = 0, n_batch = 0;
   int n_threads = 0;
 };
@@ -97,6 +98,7 @@ nlohmann::ordered_json JsonRow(const RunInfo& info, const BenchSamples& s) {
   j["model_size"] = info.model_size;
   j["model_n_params"] = info.model_n_params;
   j["kernels"] = info.kernels;
+  j["gemm_activations"] = info.gemm_activations;
   j["kv_cache_dtype"] = info.kv_cache_dtype;
   j["n_batch"] = info.n_batch;
   j["n_threads"] = info.n_threads;
@@ -171,6 +173,7 @@ int RunOffline(const OfflineArgs& a) {
   ModelLoadOptions lo;
   lo.model_dir = a.model_dir;
   lo.kernels = a.kernels;
+  lo.gemm_activations = a.gemm_activations;
   lo.tuned_config_dir = a.tuned_config_dir;
   lo.tokenizer = TokenizerLoad::kNone;
   auto loaded = LoadModel(lo);
@@ -190,6 +193,7 @@ int RunOffline(const OfflineArgs& a) {
   info.model_size = CheckpointBytes(a.model_dir);
   info.model_n_params = Summarize(config, ExpectedTensors(config)).total_params;
   info.kernels = KernelLevelName(loaded->kernels->level);
+  info.gemm_activations = GemmActivationsName(loaded->kernels->bf16_activations);
   info.kv_cache_dtype = KvCacheDtypeName(*kv_dtype);
   info.n_batch = a.chunked_prefill_size;
   info.test_time = NowUtc();
@@ -261,7 +265,7 @@ VerbRun SetupBenchOffline(CLI::App& bench) {
   sub->add_option("-r,--repetitions", a->repetitions, "timed runs per test")->capture_default_str();
   sub->add_option("-o,--output", a->output, "md | json (stdout; progress goes to stderr)")
       ->capture_default_str();
-  sub->add_option("--kernels", a->kernels, "force a kernel level: ref|avx2|avx512");
+  AddKernelFlags(sub, &a->kernels, &a->gemm_activations);
   sub->add_option("--kv-cache-dtype", a->kv_cache_dtype,
                   "auto (= bf16, as serve) | bf16 | fp8_e4m3 | fp8_e4m3fnuz | f32")
       ->capture_default_str();

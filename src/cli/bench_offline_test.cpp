@@ -80,7 +80,8 @@ TEST(BenchOffline, JsonRowsForSideBySideArgumentForms) {
   nlohmann::json pp = Rows(kTiny + " -p 24 -n 0" + common);
   ASSERT_EQ(pp.size(), 1u);
   ExpectSaneRow(pp[0], "pp24", 24, 0, 2);
-  EXPECT_EQ(pp[0]["kv_cache_dtype"], "bf16");  // auto = serve's default
+  EXPECT_EQ(pp[0]["kv_cache_dtype"], "bf16");    // auto = serve's default
+  EXPECT_EQ(pp[0]["gemm_activations"], "bf16");  // serve's default
   nlohmann::json tg = Rows(kTiny + " -p 0 -n 6" + common);
   ASSERT_EQ(tg.size(), 1u);
   ExpectSaneRow(tg[0], "tg6", 0, 6, 2);
@@ -90,8 +91,9 @@ TEST(BenchOffline, JsonRowsForSideBySideArgumentForms) {
 }
 
 TEST(BenchOffline, ListsKernelsAndKvCacheDtype) {
-  nlohmann::json rows = Rows(kTiny + " -p 8,16 -n 3 --gp 8,2 -t 1 -r 1 -o json --kernels ref " +
-                             "--kv-cache-dtype fp8_e4m3 --chunked-prefill-size 5");
+  nlohmann::json rows =
+      Rows(kTiny + " -p 8,16 -n 3 --gp 8,2 -t 1 -r 1 -o json --kernels ref " +
+           "--kv-cache-dtype fp8_e4m3 --chunked-prefill-size 5 " + "--gemm-activations fp32");
   ASSERT_EQ(rows.size(), 4u);
   ExpectSaneRow(rows[0], "pp8", 8, 0, 1);
   ExpectSaneRow(rows[1], "pp16", 16, 0, 1);
@@ -100,6 +102,7 @@ TEST(BenchOffline, ListsKernelsAndKvCacheDtype) {
   for (const auto& row : rows) {
     EXPECT_EQ(row["kernels"], "ref");
     EXPECT_EQ(row["kv_cache_dtype"], "fp8_e4m3");
+    EXPECT_EQ(row["gemm_activations"], "fp32");
     EXPECT_EQ(row["n_batch"], 5);
   }
 }
