@@ -31,12 +31,13 @@
 #include "base/log.h"
 #include "base/numerics.h"
 #include "base/thread_pool.h"
+#include "engine/model_factory.h"
+#include "engine/offline_bench.h"
 #include "io/model_config.h"
 #include "io/safetensors_writer.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "model/moe.h"
-#include "model/moe_tuning.h"
 #include "model/tensor_plan.h"
 #include "model/weight_bytes.h"
 #include "quant/quantizer.h"
@@ -214,18 +215,19 @@ int main(int argc, char** argv) {
   if (a["bf16"] == "1") dirs.push_back(bf16_dir);
   if (with_mx) dirs.push_back(mx_dir);
   for (const std::string& dir : dirs) {
-    auto model = mx::Model::Load(dir);
-    if (!model.ok()) Die(model.status().ToString());
-    const mx::ModelConfig& c = (*model)->config();
-    mx::MoeTuning moe;
-    if (a["tuned"] == "1") {
-      auto t = mx::ResolveModelMoeTuning(c, (*model)->weights(), kt.level, "");
-      if (!t.ok()) Die(t.status().ToString());
-      moe = std::move(*t);
-    }
+    mx::ModelLoadOptions lo;
+    lo.model_dir = dir;
+    lo.gemm_activations = a["activations"];
+    lo.untuned_moe = a["tuned"] != "1";
+    lo.tokenizer = mx::TokenizerLoad::kNone;
+    auto loaded = mx::LoadModel(lo);
+    if (!loaded.ok()) Die(loaded.status().ToString());
+    const std::unique_ptr<mx::Model>& model = loaded->model;
+    const mx::ModelConfig& c = model->config();
+    const mx::MoeTuning& moe = loaded->moe;
     const std::string label = fmt::format("{}{}", dir == bf16_dir ? "bf16" : "MXFP4 experts",
                                           moe.tuned ? " (tuned MoE)" : "");
-    std::mt19937 rng(1);
+    std::mt19937_64 rng(1);
     // Decode at each batch size: every sequence has `ctx` tokens of context, then `steps`
     // single-token steps; the best step of all repeats.
     for (int b : batches) {
@@ -234,29 +236,25 @@ int main(int argc, char** argv) {
         mx::ContiguousKvStore kv(c, ctx + steps + 1);
         mx::ForwardBatch pre;
         for (int s = 0; s < b; ++s) {
-          mx::SequenceInput in;
-          in.seq = kv.AddSequence();
-          for (int64_t i = 0; i < ctx; ++i)
-            in.tokens.push_back(static_cast<int32_t>(rng() % 32000));
-          pre.seqs.push_back(std::move(in));
+          pre.seqs.push_back({kv.AddSequence(), 0, mx::RandomTokenIds(ctx, c.vocab_size, rng), {}});
         }
         mx::ForwardOptions po;
         po.moe_tuning = &moe;
-        if (!(*model)->Forward(pre, po, kv, kt, pool).ok()) Die("prefill");
+        if (!model->Forward(pre, po, kv, kt, pool).ok()) Die("prefill");
         for (int64_t st = 0; st < steps; ++st) {
           mx::ForwardBatch fb;
           for (int s = 0; s < b; ++s) {
-            fb.seqs.push_back({s, ctx + st, {static_cast<int32_t>(rng() % 32000)}, {}});
+            fb.seqs.push_back({s, ctx + st, mx::RandomTokenIds(1, c.vocab_size, rng), {}});
           }
           mx::ForwardOptions o;
           o.want_router = true;
           o.moe_tuning = &moe;
           flush();
           const double t0 = Now();
-          auto out = (*model)->Forward(fb, o, kv, kt, pool);
+          auto out = model->Forward(fb, o, kv, kt, pool);
           const double t = Now() - t0;
           if (!out.ok()) Die(out.status().ToString());
-          if (t < best.seconds) best = {t, mx::StepWeightBytes((*model)->weights(), out->router)};
+          if (t < best.seconds) best = {t, mx::StepWeightBytes(model->weights(), out->router)};
         }
       }
       const double floor = best.bytes / (bw * 1e9);
@@ -265,20 +263,22 @@ int main(int argc, char** argv) {
                   100.0 * floor / best.seconds);
       std::fflush(stdout);
     }
-    // Prefill of n_prefill tokens in one sequence.
+    // Prefill of n_prefill tokens in one sequence, one pass (offline_bench's prefill with a
+    // chunk of the whole prompt; `mxserve bench offline` runs the engine's chunks).
     double best = 1e30;
     for (int rep = 0; rep < repeats; ++rep) {
       mx::ContiguousKvStore kv(c, n_prefill);
-      mx::SequenceInput in;
-      in.seq = kv.AddSequence();
-      for (int64_t i = 0; i < n_prefill; ++i)
-        in.tokens.push_back(static_cast<int32_t>(rng() % 32000));
-      mx::ForwardBatch fb;
-      fb.seqs.push_back(std::move(in));
+      const int64_t seq = kv.AddSequence();
+      const std::vector<int32_t> ids = mx::RandomTokenIds(n_prefill, c.vocab_size, rng);
       mx::ForwardOptions po;
       po.moe_tuning = &moe;
+      auto step = [&](const mx::ForwardBatch& b) {
+        return model->Forward(b, po, kv, kt, pool).status();
+      };
       const double t0 = Now();
-      if (!(*model)->Forward(fb, po, kv, kt, pool).ok()) Die("prefill");
+      if (auto st = mx::PrefillChunked(step, seq, 0, ids, n_prefill); !st.ok()) {
+        Die(st.ToString());
+      }
       best = std::min(best, Now() - t0);
     }
     const auto ps = mx::Summarize(c, mx::ExpectedTensors(c));

@@ -1,7 +1,8 @@
 // `mxserve bench serve|sweep|single-stream|mock-server`: the load benchmark of any
 // OpenAI-compatible server (mxserve serve, sglang, vLLM), with sglang/vLLM flag names and
 // result fields. The client, metrics and reports live in src/loadgen; this file maps flags to
-// them, applies presets and --scale, and prints.
+// them, applies presets and --scale, and prints. `mxserve bench offline` (the model itself,
+// llama-bench style) is in bench_offline.cpp.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/bench_offline.h"
 #include "cli/cli_util.h"
 #include "cli/verb.h"
 #include "loadgen/client.h"
@@ -416,7 +418,8 @@ int RunMock(BenchArgs& a) {
 
 VerbRun SetupBench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
-  auto* bench = app.add_subcommand("bench", "Load-benchmark an OpenAI-compatible server");
+  auto* bench = app.add_subcommand(
+      "bench", "Benchmark: an OpenAI-compatible server under load, or the model offline");
   bench->require_subcommand(1);
 
   auto* serve = bench->add_subcommand("serve", "One open-loop run: TTFT/TPOT/ITL/E2E, throughput");
@@ -464,7 +467,10 @@ VerbRun SetupBench(CLI::App& app) {
   mock->add_option("--threads", a->mock.threads, "connection threads");
   mock->add_option("--tokenizer", a->tokenizer, "count text prompts with this tokenizer");
 
-  return [a, serve, sweep, single, mock]() -> int {
+  VerbRun offline = SetupBenchOffline(*bench);
+  CLI::App* offline_cmd = bench->get_subcommand("offline");
+
+  return [a, serve, sweep, single, mock, offline, offline_cmd]() -> int {
     if (serve->parsed()) return RunServe(*a, serve);
     if (sweep->parsed()) return RunSweepCmd(*a, sweep, CommandLine());
     if (single->parsed()) {
@@ -472,7 +478,8 @@ VerbRun SetupBench(CLI::App& app) {
       return RunSingle(*a, single);
     }
     if (mock->parsed()) return RunMock(*a);
-    return Fail("bench: give serve, sweep, single-stream or mock-server");
+    if (offline_cmd->parsed()) return offline();
+    return Fail("bench: give serve, sweep, single-stream, mock-server or offline");
   };
 }
 

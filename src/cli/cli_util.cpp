@@ -11,10 +11,6 @@
 
 namespace mx::cli {
 
-Result<const KernelTable*> ChooseKernels(const std::string& name, const std::string& activations) {
-  return ResolveKernels(name, activations);
-}
-
 void AddKernelFlags(CLI::App* sub, std::string* kernels, std::string* activations) {
   sub->add_option("--kernels", *kernels, "force a kernel level: ref|avx2|avx512");
   sub->add_option("--gemm-activations", *activations,

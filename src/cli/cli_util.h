@@ -1,4 +1,5 @@
-// Helpers shared by the verbs that run the model: kernel-level choice and token-id lists.
+// Helpers shared by the verbs that run the model: token-id lists, the offline KV store, the
+// command line. (Loading the model and choosing its kernels: engine/model_factory.h.)
 #pragma once
 
 #include <cstdint>
@@ -14,9 +15,6 @@
 
 namespace mx::cli {
 
-// "" = the best level for this CPU; otherwise ref|avx2|avx512; `activations` fp32|bf16 (an error
-// names a bad or unavailable value). See kernels.h, GemmActivations.
-Result<const KernelTable*> ChooseKernels(const std::string& name, const std::string& activations);
 // --kernels and --gemm-activations on a verb.
 void AddKernelFlags(CLI::App* sub, std::string* kernels, std::string* activations);
 

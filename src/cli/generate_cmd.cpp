@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 
 #include <fmt/format.h>
@@ -15,6 +14,7 @@
 #include "base/thread_pool.h"
 #include "cli/cli_util.h"
 #include "cli/verb.h"
+#include "engine/model_factory.h"
 #include "engine/sampler.h"
 #include "kernels/kernels.h"
 #include "model/kv_store.h"
@@ -27,8 +27,6 @@
 
 namespace mx::cli {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct GenerateArgs {
   std::string model_dir;
@@ -60,27 +58,22 @@ int RunGenerate(const GenerateArgs& a) {
     std::fprintf(stderr, "mxserve generate: --chat-template-kwargs needs --chat\n");
     return 2;
   }
-  auto kt = ChooseKernels(a.kernels, a.gemm_activations);
-  if (!kt.ok()) return Fail(kt.status().message());
-  auto model_or = Model::Load(a.model_dir);
-  if (!model_or.ok()) return Fail(model_or.status().message());
-  const Model& model = **model_or;
+  // Tokenizer: required for text prompts and text output, not read with ids in and out.
+  ModelLoadOptions lo;
+  lo.model_dir = a.model_dir;
+  lo.kernels = a.kernels;
+  lo.gemm_activations = a.gemm_activations;
+  lo.tuned_config_dir = a.tuned_config_dir;
+  lo.untuned_moe = a.untuned_moe;
+  lo.tokenizer =
+      !a.prompt.empty() || !a.print_ids ? TokenizerLoad::kRequired : TokenizerLoad::kNone;
+  auto loaded = LoadModel(lo);
+  if (!loaded.ok()) return Fail(loaded.status().message());
+  const KernelTable& kt = *loaded->kernels;
+  const Model& model = *loaded->model;
   const ModelConfig& cfg = model.config();
-  MoeTuning moe;  // default-constructed: the untuned default
-  if (!a.untuned_moe) {
-    auto r = ResolveModelMoeTuning(cfg, model.weights(), (*kt)->level, a.tuned_config_dir);
-    if (!r.ok()) return Fail(r.status().message());
-    moe = std::move(*r);
-  }
-
-  // Tokenizer: required for text prompts and text output, optional with ids in and out.
-  std::optional<tok::Tokenizer> tokenizer;
-  const std::string tok_path = (fs::path(a.model_dir) / "tokenizer.json").string();
-  if (!a.prompt.empty() || !a.print_ids) {
-    auto t = tok::Tokenizer::FromFile(tok_path);
-    if (!t.ok()) return Fail(t.status().message());
-    tokenizer.emplace(std::move(*t));
-  }
+  const MoeTuning& moe = loaded->moe;
+  std::optional<tok::Tokenizer>& tokenizer = loaded->tokenizer;
 
   std::vector<int32_t> prompt;
   if (!a.prompt_ids.empty()) {
@@ -140,7 +133,7 @@ int RunGenerate(const GenerateArgs& a) {
   ForwardBatch batch;
   batch.seqs.push_back({seq, 0, prompt, {}});
   auto t0 = std::chrono::steady_clock::now();
-  auto out = model.Forward(batch, opts, kv, **kt, pool);
+  auto out = model.Forward(batch, opts, kv, kt, pool);
   if (!out.ok()) return Fail(out.status().message());
   auto t1 = std::chrono::steady_clock::now();
   const int64_t V = cfg.vocab_size;
@@ -169,7 +162,7 @@ int RunGenerate(const GenerateArgs& a) {
     if (static_cast<int>(generated.size()) >= a.max_tokens) break;
     ForwardBatch step;
     step.seqs.push_back({seq, pos, {next}, {}});
-    auto o = model.Forward(step, opts, kv, **kt, pool);
+    auto o = model.Forward(step, opts, kv, kt, pool);
     if (!o.ok()) return Fail(o.status().message());
     decode_bytes += StepWeightBytes(model.weights(), o->router);
     ++pos;
@@ -207,10 +200,10 @@ int RunGenerate(const GenerateArgs& a) {
                "[generate] prefill %.1f tok/s (%.3f s); decode %.1f tok/s (%.3f s)\n"
                "[generate] weights read per decode token %.2f MB; achieved %.2f GB/s of %.2f GB/s "
                "measured read bandwidth (%.1f%%)\n",
-               KernelLevelName((*kt)->level), GemmActivationsName((*kt)->bf16_activations),
-               pool.size(), moe.tuned ? moe.file.c_str() : "default (untuned)", prompt.size(),
-               generated.size(), finish.c_str(), prompt.size() / prefill_s, prefill_s, decode_tps,
-               decode_s, bytes_per_token / 1e6, achieved, bw, bw > 0 ? 100.0 * achieved / bw : 0.0);
+               KernelLevelName(kt.level), GemmActivationsName(kt.bf16_activations), pool.size(),
+               moe.tuned ? moe.file.c_str() : "default (untuned)", prompt.size(), generated.size(),
+               finish.c_str(), prompt.size() / prefill_s, prefill_s, decode_tps, decode_s,
+               bytes_per_token / 1e6, achieved, bw, bw > 0 ? 100.0 * achieved / bw : 0.0);
   return 0;
 }
 

@@ -17,6 +17,7 @@
 #include "model/checkpoint_check.h"
 #include "model/moe_tuning.h"
 #include "model/tensor_plan.h"
+#include "model/weight_format.h"
 
 namespace mx::cli {
 namespace {
@@ -38,14 +39,9 @@ std::string ExpertDtype(const ModelConfig& c, const std::vector<TensorSpec>& spe
   if (report) {
     for (size_t i = 0; i < specs.size(); ++i) {
       if (specs[i].name.find(".mlp.experts.0.gate_proj.weight") == std::string::npos) continue;
-      switch (report->matches[i].format) {
-        case WeightFormat::kMXFP4:
-          return "mxfp4";
-        case WeightFormat::kBF16:
-          return "bf16";
-        default:
-          return "f32";
-      }
+      const TensorView* v = report->matches[i].view;
+      const LinearFormat* f = v != nullptr ? FormatForFileDtype(v->dtype) : nullptr;
+      return f != nullptr ? f->name : "f32";
     }
   }
   return c.quantization_config_json ? "mxfp4" : "bf16";

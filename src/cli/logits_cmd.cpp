@@ -14,6 +14,7 @@
 #include "base/thread_pool.h"
 #include "cli/cli_util.h"
 #include "cli/verb.h"
+#include "engine/model_factory.h"
 #include "engine/sampler.h"
 #include "io/safetensors_writer.h"
 #include "model/kv_store.h"
@@ -92,11 +93,17 @@ int RunLogits(const LogitsArgs& a) {
     std::fprintf(stderr, "mxserve logits: give exactly one of --ids or --ids-file\n");
     return 2;
   }
-  auto kt = ChooseKernels(a.kernels, a.gemm_activations);
-  if (!kt.ok()) return Fail(kt.status().message());
-  auto model = Model::Load(a.model_dir);
-  if (!model.ok()) return Fail(model.status().message());
-  const int64_t V = (*model)->config().vocab_size;
+  ModelLoadOptions lo;
+  lo.model_dir = a.model_dir;
+  lo.kernels = a.kernels;
+  lo.gemm_activations = a.gemm_activations;
+  lo.untuned_moe = true;  // the reference numerics: the default MoE kernel config
+  lo.tokenizer = TokenizerLoad::kNone;
+  auto loaded = LoadModel(lo);
+  if (!loaded.ok()) return Fail(loaded.status().message());
+  const Model& model = *loaded->model;
+  const KernelTable& kt = *loaded->kernels;
+  const int64_t V = model.config().vocab_size;
   std::vector<std::vector<int32_t>> seqs;
   if (!a.ids.empty()) {
     auto ids = ParseIdList(a.ids, V, "--ids");
@@ -120,7 +127,7 @@ int RunLogits(const LogitsArgs& a) {
   SafetensorsWriter w;
   for (size_t i = 0; i < seqs.size(); ++i) {
     const std::string prefix = a.ids_file.empty() ? "" : fmt::format("seq{}.", i);
-    Status st = RunOne(**model, seqs[i], a, **kt, pool, prefix, w);
+    Status st = RunOne(model, seqs[i], a, kt, pool, prefix, w);
     if (!st.ok()) return Fail(st.message());
   }
   Status st = w.WriteFile(a.out);

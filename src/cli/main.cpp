@@ -1,9 +1,12 @@
 // mxserve: one binary, verbs like its peers (serve, generate, quantize, inspect, bench, ...).
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "base/log.h"
+#include "cli/bench_offline.h"
 #include "cli/verb.h"
 
 namespace mx::cli {
@@ -51,8 +54,13 @@ int main(int argc, char** argv) {
     runs.emplace_back(app.get_subcommand(v.name), std::move(run));
   }
 
+  // As app.parse(argc, argv) would: the program name from argv[0], then the arguments (in
+  // reverse order, as CLI11 takes a vector).
+  app.name(argv[0]);
+  std::vector<std::string> args = RewriteLlamaBenchFlags({argv + 1, argv + argc});
+  std::reverse(args.begin(), args.end());
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

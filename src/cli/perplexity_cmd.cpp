@@ -14,6 +14,7 @@
 #include "base/thread_pool.h"
 #include "cli/cli_util.h"
 #include "cli/verb.h"
+#include "engine/model_factory.h"
 #include "engine/sampler.h"
 #include "model/kv_store.h"
 #include "model/model.h"
@@ -62,11 +63,18 @@ Result<std::vector<float>> WindowLogits(const Model& model, const std::vector<in
 }
 
 int RunPerplexity(const PerplexityArgs& a) {
-  auto kt = ChooseKernels(a.kernels, a.gemm_activations);
-  if (!kt.ok()) return Fail(kt.status().message());
-  auto model = Model::Load(a.model_dir);
-  if (!model.ok()) return Fail(model.status().message());
-  const ModelConfig& c = (*model)->config();
+  ModelLoadOptions lo;
+  lo.model_dir = a.model_dir;
+  lo.kernels = a.kernels;
+  lo.gemm_activations = a.gemm_activations;
+  lo.untuned_moe = true;  // the reference numerics: the default MoE kernel config
+  lo.tokenizer = TokenizerLoad::kRequired;
+  auto loaded = LoadModel(lo);
+  if (!loaded.ok()) return Fail(loaded.status().message());
+  const Model& model = *loaded->model;
+  const KernelTable& kt = *loaded->kernels;
+  const tok::Tokenizer& tokenizer = *loaded->tokenizer;
+  const ModelConfig& c = model.config();
   std::unique_ptr<Model> base;
   if (!a.kl_base.empty()) {
     auto b = Model::Load(a.kl_base);
@@ -77,13 +85,11 @@ int RunPerplexity(const PerplexityArgs& a) {
     }
     base = std::move(*b);
   }
-  auto tok = tok::Tokenizer::FromFile(a.model_dir + "/tokenizer.json");
-  if (!tok.ok()) return Fail(tok.status().message());
   std::ifstream f(a.text, std::ios::binary);
   if (!f) return Fail(a.text + ": cannot open");
   std::stringstream ss;
   ss << f.rdbuf();
-  const std::vector<int32_t> ids = tok->Encode(ss.str(), a.parse_special);
+  const std::vector<int32_t> ids = tokenizer.Encode(ss.str(), a.parse_special);
   if (ids.size() < 2) return Fail(a.text + ": fewer than 2 tokens, nothing to score");
   if (a.ctx < 2) return Fail("--ctx must be at least 2");
   if (a.ctx > c.max_position_embeddings) {
@@ -102,11 +108,11 @@ int RunPerplexity(const PerplexityArgs& a) {
   for (int64_t begin = 0; next_unscored < N; begin += stride) {
     const int64_t end = std::min(begin + a.ctx, N);
     std::vector<int32_t> win(ids.begin() + begin, ids.begin() + end);
-    auto logits = WindowLogits(**model, win, a.kv_cache_dtype, **kt, pool);
+    auto logits = WindowLogits(model, win, a.kv_cache_dtype, kt, pool);
     if (!logits.ok()) return Fail(logits.status().message());
     std::vector<float> base_logits;
     if (base) {
-      auto bl = WindowLogits(*base, win, a.kv_cache_dtype, **kt, pool);
+      auto bl = WindowLogits(*base, win, a.kv_cache_dtype, kt, pool);
       if (!bl.ok()) return Fail(bl.status().message());
       base_logits = std::move(*bl);
     }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/verb.h"
+#include "quant/quant_format.h"
 #include "quant/quantizer.h"
 
 namespace mx::cli {
@@ -29,9 +30,9 @@ std::string Seconds(double s) {
 }
 
 int RunQuantize(const QuantizeArgs& a) {
-  if (a.format != "mxfp4")
-    return Fail(fmt::format("--format {}: only mxfp4 is supported", a.format));
+  if (auto f = quant::FindQuantFormat(a.format); !f.ok()) return Fail(f.status().message());
   quant::QuantizeOptions o;
+  o.format = a.format;
   auto mode = quant::ParseScaleMode(a.scale_mode);
   if (!mode.ok()) return Fail("--scale-mode: " + mode.status().message());
   o.scale_mode = *mode;

@@ -17,8 +17,8 @@
 #include "cli/served_model_info.h"
 #include "cli/verb.h"
 #include "engine/dp_engine.h"
+#include "engine/model_factory.h"
 #include "engine/tp_runner.h"
-#include "model/moe.h"
 #include "parallel/mpi_communicator.h"
 #include "server/server.h"
 
@@ -67,17 +67,19 @@ int RunMpiWorker(const std::string& dir, const EngineOptions& e, Communicator& c
   // stop, so the workers wait for that.
   signal(SIGTERM, SIG_IGN);
   signal(SIGINT, SIG_IGN);
-  auto kt = ChooseKernels(e.kernels, e.gemm_activations);
-  if (!kt.ok()) return Fail(kt.status().message());
   const ModelShard shard{comm.rank(), comm.size(), e.expert_parallel};
-  auto model = Model::Load(dir, nullptr, shard);
-  if (!model.ok()) return Fail(fmt::format("rank {}: {}", comm.rank(), model.status().message()));
-  auto moe = ResolveModelMoeTuning((*model)->config(), (*model)->weights(), (*kt)->level,
-                                   e.tuned_config_dir);
-  if (!moe.ok()) return Fail(fmt::format("rank {}: {}", comm.rank(), moe.status().message()));
+  ModelLoadOptions lo;
+  lo.model_dir = dir;
+  lo.kernels = e.kernels;
+  lo.gemm_activations = e.gemm_activations;
+  lo.tuned_config_dir = e.tuned_config_dir;
+  lo.shard = shard;
+  lo.tokenizer = TokenizerLoad::kNone;
+  auto m = LoadModel(lo);
+  if (!m.ok()) return Fail(fmt::format("rank {}: {}", comm.rank(), m.status().message()));
   std::fprintf(stderr, "mxserve: rank %d of %d (%s) loaded; running rank 0's steps\n", comm.rank(),
                comm.size(), shard.Describe().c_str());
-  Status st = RunTpWorker(**model, comm, **kt, Globals().threads, *moe);
+  Status st = RunTpWorker(*m->model, comm, *m->kernels, Globals().threads, m->moe);
   if (!st.ok()) return Fail(fmt::format("rank {}: {}", comm.rank(), st.message()));
   return 0;
 }

@@ -92,7 +92,7 @@ int RunTuneMoe(const TuneArgs& a) {
   o.check_rows = a.check_rows;
   o.seed = a.seed;
   o.command = CommandLine();
-  auto kt = ChooseKernels(a.kernels, a.gemm_activations);
+  auto kt = ResolveKernels(a.kernels, a.gemm_activations);
   if (!kt.ok()) return Fail(kt.status().message());
   ThreadPool pool(Globals().threads);
   const std::string file = MoeTuneFileName(o.dtype, o.shape, KernelLevelName((*kt)->level));

@@ -3,13 +3,13 @@
 #include "engine/dp_engine.h"
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <thread>
 
 #include "base/check.h"
 #include "base/log.h"
+#include "base/meminfo.h"
 #include "io/model_config.h"
 #include "kv/paged_kv_store.h"
 
@@ -238,16 +238,6 @@ class DpEngine final : public Engine {
   RequestId next_id_ = 1;  // guarded by book_->mu
 };
 
-int64_t MemAvailableBytes() {
-  std::ifstream f("/proc/meminfo");
-  std::string key, unit;
-  int64_t kb = 0;
-  while (f >> key >> kb >> unit) {
-    if (key == "MemAvailable:") return kb * 1024;
-  }
-  return -1;  // unknown: no check
-}
-
 int64_t WeightBytes(const std::string& dir) {
   int64_t bytes = 0;
   std::error_code ec;
@@ -279,7 +269,7 @@ Result<std::unique_ptr<Engine>> CreateDpEngine(const EngineOptions& options, int
     MX_ASSIGN_OR_RETURN(KvCacheDtype dtype, ParseKvCacheDtype(options.kv_cache_dtype));
     kv = options.max_total_tokens * PagedKvStore::BytesPerToken(c, dtype);
   }
-  const int64_t avail = MemAvailableBytes();
+  const int64_t avail = AvailableMemoryBytes().value_or(-1);  // unknown: no check
   const double need = static_cast<double>(dp_size) * static_cast<double>(weights + kv);
   if (avail > 0 && need > static_cast<double>(avail)) {
     return ResourceExhausted(

@@ -6,16 +6,14 @@
 #include <cctype>
 #include <condition_variable>
 #include <deque>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "base/log.h"
+#include "base/meminfo.h"
 #include "engine/engine_factory.h"
+#include "engine/model_factory.h"
 #include "engine/scheduler.h"
-#include "engine/tp_runner.h"
 #include "model/moe.h"
 #include "parallel/communicator.h"
 
@@ -275,48 +273,7 @@ class EngineImpl final : public Engine {
   std::thread thread_;
 };
 
-int64_t AvailableMemoryBytes() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  int64_t kb = 0;
-  std::string unit;
-  while (f >> key >> kb >> unit) {
-    if (key == "MemAvailable:") return kb * 1024;
-  }
-  return int64_t{8} << 30;
-}
-
 }  // namespace
-
-Result<std::vector<int32_t>> LoadEosTokenIds(const std::string& model_dir,
-                                             const ModelConfig& config) {
-  std::vector<int32_t> ids;
-  for (int64_t id : config.eos_token_ids) ids.push_back(static_cast<int32_t>(id));
-  const std::string path = (std::filesystem::path(model_dir) / "generation_config.json").string();
-  std::ifstream f(path);
-  if (f) {
-    nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return InvalidArgument("{}: not valid JSON", path);
-    if (j.contains("eos_token_id")) {
-      const auto& v = j["eos_token_id"];
-      std::vector<nlohmann::json> items;
-      if (v.is_array()) {
-        items.assign(v.begin(), v.end());
-      } else {
-        items.push_back(v);
-      }
-      for (const auto& e : items) {
-        if (!e.is_number_integer()) {
-          return InvalidArgument("{}: eos_token_id must be an integer or a list of integers", path);
-        }
-        ids.push_back(e.get<int32_t>());
-      }
-    }
-  }
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  return ids;
-}
 
 static Result<int32_t> SpeculativeSteps(const EngineOptions& o, const ModelConfig& c) {
   std::string algo = o.speculative_algorithm;
@@ -392,7 +349,9 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
   const int64_t bpt = PagedKvStore::BytesPerToken(c, dtype);
   int64_t tokens = o.max_total_tokens;
   if (tokens <= 0) {
-    tokens = static_cast<int64_t>(o.mem_fraction * static_cast<double>(AvailableMemoryBytes())) /
+    // Without /proc/meminfo: as if 8 GiB were free.
+    const int64_t avail = AvailableMemoryBytes().value_or(int64_t{8} << 30);
+    tokens = static_cast<int64_t>(o.mem_fraction * static_cast<double>(avail)) /
              std::max<int64_t>(bpt, 1);
     // More than every running request at full context is never used.
     tokens = std::min(tokens, int64_t{o.max_running_requests} * c.max_position_embeddings);
@@ -425,54 +384,32 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
 }
 
 Result<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& o) {
-  auto resolved = ResolveKernels(o.kernels, o.gemm_activations);
-  if (!resolved.ok()) return resolved.status();
-  const KernelTable* kt = *resolved;
   if (o.tp < 1) return InvalidArgument("--tp must be >= 1, got {}", o.tp);
   if (o.tp_comm != nullptr && (o.tp_comm->size() != o.tp || o.tp_comm->rank() != 0)) {
     return InvalidArgument("--tp {}: this process is rank {} of {}", o.tp, o.tp_comm->rank(),
                            o.tp_comm->size());
   }
-  // Rank 0's shard (the whole model without parallelism), then the other in-process ranks.
-  const ModelShard shard0{0, o.tp, o.expert_parallel && o.tp > 1};
-  MX_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(o.model_dir, nullptr, shard0));
-  std::vector<std::unique_ptr<Model>> others;
-  if (o.tp > 1 && o.tp_comm == nullptr) {
-    for (int r = 1; r < o.tp; ++r) {
-      MX_ASSIGN_OR_RETURN(
-          std::unique_ptr<Model> m,
-          Model::Load(o.model_dir, nullptr, ModelShard{r, o.tp, shard0.expert_parallel}));
-      others.push_back(std::move(m));
-    }
-  }
-  MX_ASSIGN_OR_RETURN(std::vector<int32_t> eos, LoadEosTokenIds(o.model_dir, model->config()));
-  std::optional<tok::Tokenizer> tokenizer;
-  const std::string tok_path = (std::filesystem::path(o.model_dir) / "tokenizer.json").string();
-  if (std::filesystem::exists(tok_path)) {
-    MX_ASSIGN_OR_RETURN(tok::Tokenizer t, tok::Tokenizer::FromFile(tok_path));
-    tokenizer.emplace(std::move(t));
-  }
-  std::vector<float> kv_scales = model->kv_scales();
-  MX_ASSIGN_OR_RETURN(MoeTuning moe, ResolveModelMoeTuning(model->config(), model->weights(),
-                                                           kt->level, o.tuned_config_dir));
-  std::unique_ptr<ModelRunner> runner;
+  // Rank 0's shard (the whole model without parallelism); the factory loads the other
+  // in-process ranks.
+  ModelLoadOptions lo;
+  lo.model_dir = o.model_dir;
+  lo.kernels = o.kernels;
+  lo.gemm_activations = o.gemm_activations;
+  lo.tuned_config_dir = o.tuned_config_dir;
+  lo.shard = ModelShard{0, o.tp, o.expert_parallel && o.tp > 1};
+  MX_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(lo));
+  std::vector<float> kv_scales = loaded.model->kv_scales();
+  MX_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner,
+                      MakeModelRunner(loaded, o.threads, o.tp_comm));
   EngineOptions eo = o;
-  if (o.tp == 1) {
-    runner = MakeModelRunner(std::move(model), *kt, o.threads, std::move(moe));
-  } else if (o.tp_comm != nullptr) {
-    runner = MakeTpDriverRunner(std::move(model), *o.tp_comm, *kt, o.threads, std::move(moe));
-  } else {
-    others.insert(others.begin(), std::move(model));
-    MX_ASSIGN_OR_RETURN(
-        runner, InProcessTpRunner::Create(std::move(others), *kt, o.threads, std::move(moe)));
-    eo.mem_fraction /= o.tp;
-  }
+  // Every in-process rank keeps a whole copy of the MLA cache.
+  if (o.tp > 1 && o.tp_comm == nullptr) eo.mem_fraction /= o.tp;
   if (o.tp > 1) {
     MX_LOG_INFO("{} parallel over {} ranks ({})", o.expert_parallel ? "expert" : "tensor", o.tp,
                 o.tp_comm != nullptr ? "MPI" : "threads of this process");
   }
-  return CreateEngineWithRunner(eo, std::move(runner), std::move(tokenizer), std::move(eos),
-                                std::move(kv_scales));
+  return CreateEngineWithRunner(eo, std::move(runner), std::move(loaded.tokenizer),
+                                std::move(loaded.eos_ids), std::move(kv_scales));
 }
 
 }  // namespace mx

@@ -15,6 +15,7 @@
 #include "base/thread_pool.h"
 #include "engine/engine_factory.h"
 #include "engine/engine_test_util.h"
+#include "io/generation_config.h"
 #include "io/safetensors_writer.h"
 #include "kernels/kernels.h"
 #include "model/model.h"

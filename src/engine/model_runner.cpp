@@ -42,6 +42,7 @@ class RealModelRunner final : public ModelRunner {
   }
 
   const MoeTuning* moe_tuning() const override { return &moe_; }
+  int threads() const override { return pool_.size(); }
 
  private:
   std::unique_ptr<Model> model_;

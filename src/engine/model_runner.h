@@ -39,6 +39,8 @@ class ModelRunner {
 
   // The MoE kernel configs the forwards run with; null for runners without a real model.
   virtual const MoeTuning* moe_tuning() const { return nullptr; }
+  // Threads a forward runs on; 0 where the runner does not say (fakes, parallel groups).
+  virtual int threads() const { return 0; }
 };
 
 // True for the codes above that mean the runner is broken, not just the batch.

@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "kernels/mxfp4.h"
+#include "model/weight_format.h"
 
 namespace mx {
 
@@ -26,7 +27,7 @@ std::string MoeExpertDtype(const ModelWeights& w) {
   for (const LayerWeights& l : w.layers) {
     if (!l.is_moe || l.moe.experts.empty()) continue;
     const LinearWeight& g = l.moe.experts[0].gate_proj;
-    return g.is_mxfp4() ? "mxfp4" : g.dtype == DType::kBF16 ? "bf16" : "f32";
+    return FormatOf(g).name;
   }
   return "";
 }

@@ -13,6 +13,7 @@
 #include "base/scratch.h"
 #include "kernels/mxfp4.h"
 #include "model/moe.h"
+#include "model/weight_format.h"
 
 namespace mx {
 
@@ -26,7 +27,7 @@ struct Job {
   int64_t off;           // first row in X / Y
   int64_t f;             // width (gate_proj rows)
   int64_t goff;          // first element in G / U (Σ earlier n · f)
-  bool mx;               // MXFP4 weights (the shared expert may be bf16 when routed are MXFP4)
+  bool mx;  // Q8 activations: MXFP4 weights (the shared expert may be bf16 when routed are MXFP4)
 };
 
 // The runner's working memory, kept per calling thread across calls (allocated once at the
@@ -43,19 +44,11 @@ struct Act {
   const BlockQ8* q;
 };
 
-// y[i, c0..c1) = x_i · W[c0..c1)ᵀ for i < m, through the raw kernel (no threads).
+// y[i, c0..c1) = x_i · W[c0..c1)ᵀ for i < m, through the raw kernel of w's format (no threads).
 void LinearCols(const KernelTable& kt, const LinearWeight& w, Act x, int64_t m, int64_t c0,
                 int64_t c1, float* y, int64_t ldy, GemmTiling t) {
   if (c1 <= c0 || m == 0) return;
-  const int64_t k = w.k;
-  if (w.dtype == DType::kBF16) {
-    kt.gemm_bf16(x.f, k, w.bf16 + c0 * k, k, y + c0, ldy, m, c1 - c0, k, t);
-  } else if (w.is_mxfp4()) {
-    const GemmMxfp4Fn fn = kt.gemm_mxfp4 != nullptr ? kt.gemm_mxfp4 : ref::GemmMxfp4;
-    fn(x.q, m, w.mx_q + c0 * (k / 2), w.mx_e + c0 * (k / 32), y + c0, ldy, c1 - c0, k, t);
-  } else {
-    kt.gemm_f32(x.f, k, w.f32 + c0 * k, k, y + c0, ldy, m, c1 - c0, k, t);
-  }
+  FormatOf(w).gemm_cols(kt, w, x.f, x.q, m, c0, c1, y, ldy, t);
 }
 
 class ExpertRunner {
@@ -134,7 +127,7 @@ class ExpertRunner {
     for (int64_t b = 0; b < n; b += tile) {
       const int64_t c = std::min(tile, n - b);
       const int64_t f = w->gate_proj.n;
-      const bool mx = w->gate_proj.is_mxfp4();
+      const bool mx = FormatOf(w->gate_proj).q8_activations;
       jobs_.push_back({w, rows + b, weights == nullptr ? nullptr : weights + b, c, R_, f, G_, mx});
       mx_ = mx_ || mx;
       R_ += c;

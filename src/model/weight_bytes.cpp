@@ -4,12 +4,14 @@
 #include <set>
 
 #include "base/check.h"
+#include "model/weight_format.h"
 
 namespace mx {
 
 int64_t WeightBytes(const LinearWeight& w) {
-  if (w.is_mxfp4()) return w.n * (w.k / 2) + w.n * (w.k / 32);
-  return w.n * w.k * (w.dtype == DType::kF32 ? 4 : 2);
+  if (w.empty()) return 0;
+  const LinearFormat& f = FormatOf(w);
+  return w.n * (w.k / f.block) * f.block_bytes;
 }
 
 double StepWeightBytes(const ModelWeights& w, const std::map<int64_t, RouterChoice>& router) {

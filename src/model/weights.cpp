@@ -10,19 +10,14 @@
 #include "base/numerics.h"
 #include "model/checkpoint_check.h"
 #include "model/tensor_plan.h"
+#include "model/weight_format.h"
 #include "quant/exclude.h"
-#include "quant/mxfp4.h"
 #include "quant/quark_config.h"
 
 namespace mx {
 
 float LinearWeight::at(int64_t row, int64_t col) const {
-  if (dtype == DType::kU8) {
-    const int64_t b = col / 32, t = col % 32;
-    const uint8_t byte = mx_q[row * (k / 2) + b * 16 + t % 16];
-    return E2M1ToF32(t < 16 ? byte & 0xf : byte >> 4) * E8M0ToF32(mx_e[row * (k / 32) + b]);
-  }
-  return dtype == DType::kBF16 ? Bf16ToF32(bf16[row * k + col]) : f32[row * k + col];
+  return FormatOf(*this).at(*this, row, col);
 }
 
 LinearWeight AbsorbedKeyWeight(const LinearWeight& kv_b, const ModelConfig& c, int64_t heads) {
@@ -58,100 +53,39 @@ LinearWeight AbsorbedKeyWeight(const LinearWeight& kv_b, const ModelConfig& c, i
 
 LinearWeight LinearWeight::Rows(int64_t first, int64_t count) const {
   MX_CHECK_LE(first + count, n);
-  LinearWeight v;
-  v.dtype = dtype;
-  v.n = count;
-  v.k = k;
-  if (dtype == DType::kBF16) {
-    v.bf16 = bf16 + first * k;
-  } else if (dtype == DType::kU8) {
-    v.mx_q = mx_q + first * (k / 2);
-    v.mx_e = mx_e + first * (k / 32);
-  } else {
-    v.f32 = f32 + first * k;
-  }
-  return v;
+  return FormatOf(*this).rows(*this, first, count, /*copy=*/false);
 }
 
 LinearWeight SliceRows(LinearWeight w, int64_t first, int64_t count) {
   MX_CHECK_LE(first + count, w.n);
   if (first == 0 && count == w.n) return w;
   const bool owned = !w.owned_f32.empty() || !w.owned_bf16.empty() || !w.owned_mx_q.empty();
-  if (!owned) return w.Rows(first, count);
-  LinearWeight v;
-  v.dtype = w.dtype;
-  v.n = count;
-  v.k = w.k;
-  if (w.dtype == DType::kBF16) {
-    v.owned_bf16.assign(w.bf16 + first * w.k, w.bf16 + (first + count) * w.k);
-    v.bf16 = v.owned_bf16.data();
-  } else if (w.is_mxfp4()) {
-    v.owned_mx_q.assign(w.mx_q + first * (w.k / 2), w.mx_q + (first + count) * (w.k / 2));
-    v.owned_mx_e.assign(w.mx_e + first * (w.k / 32), w.mx_e + (first + count) * (w.k / 32));
-    v.mx_q = v.owned_mx_q.data();
-    v.mx_e = v.owned_mx_e.data();
-  } else {
-    v.owned_f32.assign(w.f32 + first * w.k, w.f32 + (first + count) * w.k);
-    v.f32 = v.owned_f32.data();
-  }
-  return v;
+  return FormatOf(w).rows(w, first, count, /*copy=*/owned);
 }
 
 Result<LinearWeight> SliceCols(const LinearWeight& w, int64_t first, int64_t count,
                                const std::string& name) {
   MX_CHECK_LE(first + count, w.k);
-  LinearWeight v;
-  v.dtype = w.dtype;
-  v.n = w.n;
-  v.k = count;
-  if (w.dtype == DType::kBF16) {
-    v.owned_bf16.resize(w.n * count);
-    for (int64_t r = 0; r < w.n; ++r) {
-      std::copy_n(w.bf16 + r * w.k + first, count, v.owned_bf16.data() + r * count);
-    }
-    v.bf16 = v.owned_bf16.data();
-  } else if (w.is_mxfp4()) {
-    if (first % 32 != 0 || count % 32 != 0) {
-      return InvalidArgument(
-          "{}: MXFP4 weight split along its input at columns [{}, {}), which is not a multiple "
-          "of the 32-element block; choose a --tp / --ep that keeps each slice 32-aligned",
-          name, first, first + count);
-    }
-    v.owned_mx_q.resize(w.n * count / 2);
-    v.owned_mx_e.resize(w.n * count / 32);
-    for (int64_t r = 0; r < w.n; ++r) {
-      std::copy_n(w.mx_q + r * (w.k / 2) + first / 2, count / 2,
-                  v.owned_mx_q.data() + r * (count / 2));
-      std::copy_n(w.mx_e + r * (w.k / 32) + first / 32, count / 32,
-                  v.owned_mx_e.data() + r * (count / 32));
-    }
-    v.mx_q = v.owned_mx_q.data();
-    v.mx_e = v.owned_mx_e.data();
-  } else {
-    v.owned_f32.resize(w.n * count);
-    for (int64_t r = 0; r < w.n; ++r) {
-      std::copy_n(w.f32 + r * w.k + first, count, v.owned_f32.data() + r * count);
-    }
-    v.f32 = v.owned_f32.data();
+  const LinearFormat& f = FormatOf(w);
+  if (first % f.block != 0 || count % f.block != 0) {
+    return InvalidArgument(
+        "{}: {} weight split along its input at columns [{}, {}), which is not a multiple "
+        "of the {}-element block; choose a --tp / --ep that keeps each slice {}-aligned",
+        name, f.name, first, first + count, f.block, f.block);
   }
-  return v;
+  return f.cols(w, first, count);
 }
 
 void Linear(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
             const LinearWeight& w, float* y, GemmTiling t) {
   MX_CHECK(!w.empty());
-  if (w.dtype == DType::kBF16) {
-    GemmBf16(kt, pool, x, m, w.k, w.bf16, w.n, y, t);
-  } else if (w.dtype == DType::kU8) {
-    GemmMxfp4(kt, pool, x, m, w.k, w.mx_q, w.mx_e, w.n, y, t);
-  } else {
-    GemmF32(kt, pool, x, m, w.k, w.f32, w.n, y, t);
-  }
+  FormatOf(w).gemm(kt, pool, x, m, w, y, t);
 }
 
 void ModelWeights::Embed(int64_t token, float* out) const {
   MX_CHECK(token >= 0 && token < embed_tokens.n);
-  for (int64_t i = 0; i < embed_tokens.k; ++i) out[i] = embed_tokens.at(token, i);
+  const LinearFormat& f = FormatOf(embed_tokens);
+  for (int64_t i = 0; i < embed_tokens.k; ++i) out[i] = f.at(embed_tokens, token, i);
 }
 
 namespace {
@@ -196,39 +130,14 @@ class Loader {
   Result<LinearWeight> Matrix(const std::string& name) {
     const TensorView& v = View(name);
     if (v.shape.size() != 2) return InvalidArgument("{}: expected a 2-d weight", name);
-    LinearWeight w;
-    w.n = v.shape[0];
-    w.k = v.shape[1];
-    if (v.dtype == DType::kBF16) {
-      w.dtype = DType::kBF16;
-      if (reinterpret_cast<uintptr_t>(v.data) % alignof(uint16_t) == 0) {
-        w.bf16 = reinterpret_cast<const uint16_t*>(v.data);
-      } else {
-        w.owned_bf16.resize(v.numel());
-        std::memcpy(w.owned_bf16.data(), v.data, v.nbytes);
-        w.bf16 = w.owned_bf16.data();
-      }
-      return w;
+    const LinearFormat* f = FormatForFileDtype(v.dtype);
+    if (f == nullptr) {
+      return Unimplemented("{}: dtype {} weights are not supported by the CPU forward yet", name,
+                           DTypeName(v.dtype));
     }
-    if (v.dtype == DType::kU8) {  // MXFP4, checked by CheckCheckpoint and CheckQuantization
-      const TensorView& s = View(name + "_scale");
-      w.dtype = DType::kU8;
-      w.k = v.shape[1] * 2;
-      w.owned_mx_q.resize(v.nbytes);
-      quant::RepackQuarkToSplitHalf(v.data, w.n * w.k / 32, w.owned_mx_q.data());
-      w.owned_mx_e.assign(s.data, s.data + s.nbytes);
-      w.mx_q = w.owned_mx_q.data();
-      w.mx_e = w.owned_mx_e.data();
-      return w;
-    }
-    if (v.dtype == DType::kF32 || v.dtype == DType::kF16) {
-      MX_ASSIGN_OR_RETURN(w.owned_f32, Vector(name));
-      w.dtype = DType::kF32;
-      w.f32 = w.owned_f32.data();
-      return w;
-    }
-    return Unimplemented("{}: dtype {} weights are not supported by the CPU forward yet", name,
-                         DTypeName(v.dtype));
+    // MXFP4's scales: checked by CheckCheckpoint and CheckQuantization.
+    const TensorView* scale = f->codec != nullptr ? &View(name + f->codec->scale_suffix) : nullptr;
+    return f->load(v, scale);
   }
 
   // Output rows [first, first + count) of a column-parallel weight.

@@ -25,8 +25,9 @@ namespace mx {
 
 // A linear weight W[n, k] (HF [out, in]); bf16 (usually a view into the mapped file), fp32
 // (owned) or MXFP4 (dtype kU8: repacked once at load into the kernels' split-half order,
-// kernels/mxfp4.h). Move-only, so a pointer never refers to another object's owned storage;
-// use Rows() for a view.
+// kernels/mxfp4.h). What each format means — loading, element access, slicing, GEMMs, bytes —
+// is one entry of the table in model/weight_format.h. Move-only, so a pointer never refers to
+// another object's owned storage; use Rows() for a view.
 struct LinearWeight {
   LinearWeight() = default;
   LinearWeight(LinearWeight&&) noexcept = default;
@@ -56,13 +57,14 @@ struct LinearWeight {
 // Rows [first, first + count) of `w` as a weight of its own: a view when `w` is itself a view
 // into the mapped file, else a copy of those rows (so the result never points into `w`).
 LinearWeight SliceRows(LinearWeight w, int64_t first, int64_t count);
-// Columns [first, first + count) of `w`, copied. Errors: InvalidArgument naming `name` when `w`
-// is MXFP4 and first or count is not a multiple of its 32-element block.
+// Columns [first, first + count) of `w`, copied. Errors: InvalidArgument naming `name` when
+// first or count is not a multiple of the format's block (MXFP4: 32 elements).
 Result<LinearWeight> SliceCols(const LinearWeight& w, int64_t first, int64_t count,
                                const std::string& name);
 
-// y[m, n] = x[m, k] · Wᵀ (fp32 accumulation, threaded over n, y poisoned with NaN first).
-// MXFP4 weights take the int8-activation kernel (kernels/mxfp4.h). `t`: the kernels' loop order.
+// y[m, n] = x[m, k] · Wᵀ (fp32 accumulation, threaded over n, y poisoned with NaN first), by
+// the GEMM of w's format: MXFP4 weights take the int8-activation kernel (kernels/mxfp4.h).
+// `t`: the kernels' loop order.
 void Linear(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
             const LinearWeight& w, float* y, GemmTiling t = {});
 

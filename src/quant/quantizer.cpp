@@ -19,6 +19,7 @@
 #include "io/checkpoint.h"
 #include "io/safetensors_writer.h"
 #include "quant/exclude.h"
+#include "quant/quant_format.h"
 #include "quant/quark_config.h"
 
 namespace mx::quant {
@@ -106,13 +107,13 @@ struct Plan {
   bool quantize;
 };
 
-// Quantizes one [n, k] tensor into packed [n, k/2] and scales [n, k/32], rows split over the
-// pool. Errors name the tensor and the row of the first bad value.
-Status QuantizeTensor(const TensorView& v, ScaleMode mode, ThreadPool& pool,
+// Quantizes one [n, k] tensor to `f`: codes [n, k/block · code_bytes] and scales [n, k/block],
+// rows split over the pool. Errors name the tensor and the row of the first bad value.
+Status QuantizeTensor(const QuantFormat& f, const TensorView& v, ScaleMode mode, ThreadPool& pool,
                       std::vector<uint8_t>* packed, std::vector<uint8_t>* scales) {
-  const int64_t n = v.shape[0], k = v.shape[1];
-  packed->assign(n * k / 2, 0);
-  scales->assign(n * k / 32, 0);
+  const int64_t n = v.shape[0], k = v.shape[1], blocks = k / f.block;
+  packed->assign(n * blocks * f.code_bytes, 0);
+  scales->assign(n * blocks, 0);
   std::mutex mu;
   Status first;
   int64_t first_row = -1;
@@ -121,14 +122,14 @@ Status QuantizeTensor(const TensorView& v, ScaleMode mode, ThreadPool& pool,
     std::vector<uint16_t> row16(k);
     for (int64_t r = lo; r < hi; ++r) {
       Status st;
-      uint8_t* p = packed->data() + r * (k / 2);
-      uint8_t* s = scales->data() + r * (k / 32);
+      uint8_t* p = packed->data() + r * blocks * f.code_bytes;
+      uint8_t* s = scales->data() + r * blocks;
       if (v.dtype == DType::kBF16) {
         std::memcpy(row16.data(), v.data + r * k * 2, k * 2);
-        st = QuantizeRowBf16(row16.data(), k, mode, p, s);
+        st = f.encode_bf16(row16.data(), k, mode, p, s);
       } else {
         std::memcpy(row.data(), v.data + r * k * 4, k * 4);
-        st = QuantizeRow(row.data(), k, mode, p, s);
+        st = f.encode_f32(row.data(), k, mode, p, s);
       }
       if (!st.ok()) {
         std::lock_guard<std::mutex> lock(mu);
@@ -173,6 +174,8 @@ Result<QuantizeSummary> QuantizeCheckpoint(const std::string& in_dir, const std:
   const int64_t mtp_layer = config.value("num_nextn_predict_layers", 0) > 0
                                 ? config.value("num_hidden_layers", int64_t{-1})
                                 : -1;
+  MX_ASSIGN_OR_RETURN(const QuantFormat* format, FindQuantFormat(opts.format));
+  const QuantFormat& qf = *format;
   MX_ASSIGN_OR_RETURN(ExcludeList exclude, ExcludeList::Parse(opts.exclude));
   MX_ASSIGN_OR_RETURN(ExcludeList include, ExcludeList::Parse(opts.include));
   MX_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(in_dir));
@@ -191,9 +194,9 @@ Result<QuantizeSummary> QuantizeCheckpoint(const std::string& in_dir, const std:
       if (q && v->dtype != DType::kBF16 && v->dtype != DType::kF32) {
         problems.push_back(fmt::format("{}: dtype {} cannot be quantized (want BF16 or F32)",
                                        v->name, DTypeName(v->dtype)));
-      } else if (q && v->shape[1] % kMxBlock != 0) {
-        problems.push_back(fmt::format("{}: in-dimension {} of [{}, {}] is not divisible by 32",
-                                       v->name, v->shape[1], v->shape[0], v->shape[1]));
+      } else if (q && v->shape[1] % qf.block != 0) {
+        problems.push_back(fmt::format("{}: in-dimension {} of [{}, {}] is not divisible by {}",
+                                       v->name, v->shape[1], v->shape[0], v->shape[1], qf.block));
       }
       if (!q) sum.exclude.push_back(ModuleName(v->name));
     }
@@ -202,8 +205,8 @@ Result<QuantizeSummary> QuantizeCheckpoint(const std::string& in_dir, const std:
     sum.in_bytes += v->nbytes;
   }
   if (!problems.empty()) {
-    std::string msg =
-        fmt::format("{}: {} tensor(s) cannot be quantized to MXFP4:", in_dir, problems.size());
+    std::string msg = fmt::format("{}: {} tensor(s) cannot be quantized to {}:", in_dir,
+                                  problems.size(), qf.name);
     for (size_t i = 0; i < problems.size() && i < 20; ++i) msg += "\n  " + problems[i];
     return InvalidArgument("{}", msg);
   }
@@ -238,23 +241,24 @@ Result<QuantizeSummary> QuantizeCheckpoint(const std::string& in_dir, const std:
       }));
       continue;
     }
-    const int64_t n = v.shape[0], k = v.shape[1];
+    const int64_t n = v.shape[0], blocks = v.shape[1] / qf.block;
     const ScaleMode mode = opts.scale_mode;
-    MX_RETURN_IF_ERROR(writer.AddLazy(
-        v.name, DType::kU8, {n, k / 2}, [&v, mode, &pool, &pending_scales, &tick](ByteSink& s) {
-          std::vector<uint8_t> packed, scales;
-          MX_RETURN_IF_ERROR(QuantizeTensor(v, mode, pool, &packed, &scales));
-          MX_RETURN_IF_ERROR(s.Write(packed.data(), packed.size()));
-          pending_scales[v.name] = std::move(scales);
-          tick(v);
-          return Status::Ok();
-        }));
-    const std::string scale_name = ModuleName(v.name) + ".weight_scale";
+    MX_RETURN_IF_ERROR(writer.AddLazy(v.name, DType::kU8, {n, blocks * qf.code_bytes},
+                                      [&qf, &v, mode, &pool, &pending_scales, &tick](ByteSink& s) {
+                                        std::vector<uint8_t> packed, scales;
+                                        MX_RETURN_IF_ERROR(
+                                            QuantizeTensor(qf, v, mode, pool, &packed, &scales));
+                                        MX_RETURN_IF_ERROR(s.Write(packed.data(), packed.size()));
+                                        pending_scales[v.name] = std::move(scales);
+                                        tick(v);
+                                        return Status::Ok();
+                                      }));
+    const std::string scale_name = v.name + qf.scale_suffix;  // v.name ends in ".weight"
     if (ckpt.Find(scale_name) != nullptr) {
       return InvalidArgument("{}: already has a tensor {}", in_dir, scale_name);
     }
     MX_RETURN_IF_ERROR(writer.AddLazy(
-        scale_name, DType::kU8, {n, k / 32}, [&v, mode, &pool, &pending_scales](ByteSink& s) {
+        scale_name, DType::kU8, {n, blocks}, [&qf, &v, mode, &pool, &pending_scales](ByteSink& s) {
           auto it = pending_scales.find(v.name);
           std::vector<uint8_t> scales;
           if (it != pending_scales.end()) {
@@ -262,7 +266,7 @@ Result<QuantizeSummary> QuantizeCheckpoint(const std::string& in_dir, const std:
             pending_scales.erase(it);
           } else {  // written before its data (not in name order): quantize again
             std::vector<uint8_t> packed;
-            MX_RETURN_IF_ERROR(QuantizeTensor(v, mode, pool, &packed, &scales));
+            MX_RETURN_IF_ERROR(QuantizeTensor(qf, v, mode, pool, &packed, &scales));
           }
           return s.Write(scales.data(), scales.size());
         }));
@@ -271,6 +275,8 @@ Result<QuantizeSummary> QuantizeCheckpoint(const std::string& in_dir, const std:
   MX_RETURN_IF_ERROR(writer.Write(tmp.string(), opts.max_shard_bytes));
   sum.num_shards = static_cast<int>(writer.PlanShards(opts.max_shard_bytes).size());
 
+  // note: the one format there is, MXFP4, is described the way Quark does; another format
+  // brings its own quantization_config with its table entry.
   config["quantization_config"] = MakeQuarkConfig(opts.scale_mode, sum.exclude);
   MX_RETURN_IF_ERROR(WriteFile(tmp / "config.json", config.dump(2) + "\n"));
   for (const auto& entry : fs::directory_iterator(in, ec)) {

@@ -25,6 +25,7 @@ struct QuantizeProgress {
 };
 
 struct QuantizeOptions {
+  std::string format = "mxfp4";  // quant/quant_format.h
   ScaleMode scale_mode = ScaleMode::kEven;
   std::vector<std::string> exclude;  // extra patterns kept bf16 (exact, glob, re:)
   std::vector<std::string> include;  // extra patterns quantized (2-d weights only)

@@ -1,0 +1,251 @@
+// The LinearFormat table: bf16 (mapped, zero copy), f32 (owned; f16 widened), MXFP4 (Quark
+// codes repacked to the kernels' split-half order, E8M0 scales; kernels/mxfp4.h).
+#include "model/weight_format.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "base/check.h"
+#include "base/numerics.h"
+#include "quant/mxfp4.h"
+
+namespace mx {
+
+namespace {
+
+// ---- bf16: W [n, k] as bf16, usually a view into the mapped checkpoint.
+
+LinearWeight LoadBf16(const TensorView& v, const TensorView*) {
+  LinearWeight w;
+  w.dtype = DType::kBF16;
+  w.n = v.shape[0];
+  w.k = v.shape[1];
+  if (reinterpret_cast<uintptr_t>(v.data) % alignof(uint16_t) == 0) {
+    w.bf16 = reinterpret_cast<const uint16_t*>(v.data);
+  } else {
+    w.owned_bf16.resize(v.numel());
+    std::memcpy(w.owned_bf16.data(), v.data, v.nbytes);
+    w.bf16 = w.owned_bf16.data();
+  }
+  return w;
+}
+
+float AtBf16(const LinearWeight& w, int64_t row, int64_t col) {
+  return Bf16ToF32(w.bf16[row * w.k + col]);
+}
+
+LinearWeight RowsBf16(const LinearWeight& w, int64_t first, int64_t count, bool copy) {
+  LinearWeight v;
+  v.dtype = w.dtype;
+  v.n = count;
+  v.k = w.k;
+  if (!copy) {
+    v.bf16 = w.bf16 + first * w.k;
+    return v;
+  }
+  v.owned_bf16.assign(w.bf16 + first * w.k, w.bf16 + (first + count) * w.k);
+  v.bf16 = v.owned_bf16.data();
+  return v;
+}
+
+LinearWeight ColsBf16(const LinearWeight& w, int64_t first, int64_t count) {
+  LinearWeight v;
+  v.dtype = w.dtype;
+  v.n = w.n;
+  v.k = count;
+  v.owned_bf16.resize(w.n * count);
+  for (int64_t r = 0; r < w.n; ++r) {
+    std::copy_n(w.bf16 + r * w.k + first, count, v.owned_bf16.data() + r * count);
+  }
+  v.bf16 = v.owned_bf16.data();
+  return v;
+}
+
+void GemmBf16Weight(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
+                    const LinearWeight& w, float* y, GemmTiling t) {
+  GemmBf16(kt, pool, x, m, w.k, w.bf16, w.n, y, t);
+}
+
+void ColsGemmBf16(const KernelTable& kt, const LinearWeight& w, const float* xf, const BlockQ8*,
+                  int64_t m, int64_t c0, int64_t c1, float* y, int64_t ldy, GemmTiling t) {
+  const int64_t k = w.k;
+  kt.gemm_bf16(xf, k, w.bf16 + c0 * k, k, y + c0, ldy, m, c1 - c0, k, t);
+}
+
+// ---- f32: W [n, k] owned as fp32 (checkpoint f32 or f16).
+
+LinearWeight LoadF32(const TensorView& v, const TensorView*) {
+  LinearWeight w;
+  w.dtype = DType::kF32;
+  w.n = v.shape[0];
+  w.k = v.shape[1];
+  w.owned_f32.resize(v.numel());
+  for (int64_t i = 0; i < v.numel(); ++i) {
+    if (v.dtype == DType::kF16) {
+      uint16_t h;
+      std::memcpy(&h, v.data + 2 * i, 2);
+      w.owned_f32[i] = F16ToF32(h);
+    } else {
+      std::memcpy(&w.owned_f32[i], v.data + 4 * i, 4);
+    }
+  }
+  w.f32 = w.owned_f32.data();
+  return w;
+}
+
+float AtF32(const LinearWeight& w, int64_t row, int64_t col) { return w.f32[row * w.k + col]; }
+
+LinearWeight RowsF32(const LinearWeight& w, int64_t first, int64_t count, bool copy) {
+  LinearWeight v;
+  v.dtype = w.dtype;
+  v.n = count;
+  v.k = w.k;
+  if (!copy) {
+    v.f32 = w.f32 + first * w.k;
+    return v;
+  }
+  v.owned_f32.assign(w.f32 + first * w.k, w.f32 + (first + count) * w.k);
+  v.f32 = v.owned_f32.data();
+  return v;
+}
+
+LinearWeight ColsF32(const LinearWeight& w, int64_t first, int64_t count) {
+  LinearWeight v;
+  v.dtype = w.dtype;
+  v.n = w.n;
+  v.k = count;
+  v.owned_f32.resize(w.n * count);
+  for (int64_t r = 0; r < w.n; ++r) {
+    std::copy_n(w.f32 + r * w.k + first, count, v.owned_f32.data() + r * count);
+  }
+  v.f32 = v.owned_f32.data();
+  return v;
+}
+
+void GemmF32Weight(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
+                   const LinearWeight& w, float* y, GemmTiling t) {
+  GemmF32(kt, pool, x, m, w.k, w.f32, w.n, y, t);
+}
+
+void ColsGemmF32(const KernelTable& kt, const LinearWeight& w, const float* xf, const BlockQ8*,
+                 int64_t m, int64_t c0, int64_t c1, float* y, int64_t ldy, GemmTiling t) {
+  const int64_t k = w.k;
+  kt.gemm_f32(xf, k, w.f32 + c0 * k, k, y + c0, ldy, m, c1 - c0, k, t);
+}
+
+// ---- MXFP4: per 32-element block 16 bytes of E2M1 codes (split-half order) + 1 E8M0 scale.
+// Rows: mx_q + row·k/2, mx_e + row·k/32.
+
+constexpr int64_t kMxBlock = quant::kMxBlock;
+
+LinearWeight LoadMxfp4(const TensorView& v, const TensorView* scale) {
+  MX_CHECK(scale != nullptr);  // CheckCheckpoint and CheckQuantization pair them
+  LinearWeight w;
+  w.dtype = DType::kU8;
+  w.n = v.shape[0];
+  w.k = v.shape[1] * 2;
+  w.owned_mx_q.resize(v.nbytes);
+  quant::RepackQuarkToSplitHalf(v.data, w.n * w.k / kMxBlock, w.owned_mx_q.data());
+  w.owned_mx_e.assign(scale->data, scale->data + scale->nbytes);
+  w.mx_q = w.owned_mx_q.data();
+  w.mx_e = w.owned_mx_e.data();
+  return w;
+}
+
+float AtMxfp4(const LinearWeight& w, int64_t row, int64_t col) {
+  const int64_t b = col / kMxBlock, t = col % kMxBlock;
+  const uint8_t byte = w.mx_q[row * (w.k / 2) + b * 16 + t % 16];
+  return E2M1ToF32(t < 16 ? byte & 0xf : byte >> 4) * E8M0ToF32(w.mx_e[row * (w.k / kMxBlock) + b]);
+}
+
+LinearWeight RowsMxfp4(const LinearWeight& w, int64_t first, int64_t count, bool copy) {
+  LinearWeight v;
+  v.dtype = w.dtype;
+  v.n = count;
+  v.k = w.k;
+  const int64_t q = w.k / 2, e = w.k / kMxBlock;
+  if (!copy) {
+    v.mx_q = w.mx_q + first * q;
+    v.mx_e = w.mx_e + first * e;
+    return v;
+  }
+  v.owned_mx_q.assign(w.mx_q + first * q, w.mx_q + (first + count) * q);
+  v.owned_mx_e.assign(w.mx_e + first * e, w.mx_e + (first + count) * e);
+  v.mx_q = v.owned_mx_q.data();
+  v.mx_e = v.owned_mx_e.data();
+  return v;
+}
+
+LinearWeight ColsMxfp4(const LinearWeight& w, int64_t first, int64_t count) {
+  MX_CHECK(first % kMxBlock == 0 && count % kMxBlock == 0);
+  LinearWeight v;
+  v.dtype = w.dtype;
+  v.n = w.n;
+  v.k = count;
+  v.owned_mx_q.resize(w.n * count / 2);
+  v.owned_mx_e.resize(w.n * count / kMxBlock);
+  for (int64_t r = 0; r < w.n; ++r) {
+    std::copy_n(w.mx_q + r * (w.k / 2) + first / 2, count / 2,
+                v.owned_mx_q.data() + r * (count / 2));
+    std::copy_n(w.mx_e + r * (w.k / kMxBlock) + first / kMxBlock, count / kMxBlock,
+                v.owned_mx_e.data() + r * (count / kMxBlock));
+  }
+  v.mx_q = v.owned_mx_q.data();
+  v.mx_e = v.owned_mx_e.data();
+  return v;
+}
+
+void GemmMxfp4Weight(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
+                     const LinearWeight& w, float* y, GemmTiling t) {
+  GemmMxfp4(kt, pool, x, m, w.k, w.mx_q, w.mx_e, w.n, y, t);
+}
+
+void ColsGemmMxfp4(const KernelTable& kt, const LinearWeight& w, const float*, const BlockQ8* xq,
+                   int64_t m, int64_t c0, int64_t c1, float* y, int64_t ldy, GemmTiling t) {
+  MX_CHECK_MSG(kt.gemm_mxfp4 != nullptr, "the kernel table has no gemm_mxfp4");
+  const int64_t k = w.k;
+  kt.gemm_mxfp4(xq, m, w.mx_q + c0 * (k / 2), w.mx_e + c0 * (k / kMxBlock), y + c0, ldy, c1 - c0, k,
+                t);
+}
+
+constexpr std::array<DType, 1> kBf16Files = {DType::kBF16};
+constexpr std::array<DType, 2> kF32Files = {DType::kF32, DType::kF16};
+constexpr std::array<DType, 1> kMxfp4Files = {DType::kU8};
+
+using Table = std::array<LinearFormat, 3>;
+
+const Table& Formats() {
+  static const Table t = {{
+      {"bf16", DType::kBF16, 1, 2, kBf16Files, nullptr, false, LoadBf16, AtBf16, RowsBf16, ColsBf16,
+       GemmBf16Weight, ColsGemmBf16},
+      {"f32", DType::kF32, 1, 4, kF32Files, nullptr, false, LoadF32, AtF32, RowsF32, ColsF32,
+       GemmF32Weight, ColsGemmF32},
+      {"mxfp4", DType::kU8, kMxBlock, kMxBlock / 2 + 1, kMxfp4Files, &quant::Mxfp4Format(), true,
+       LoadMxfp4, AtMxfp4, RowsMxfp4, ColsMxfp4, GemmMxfp4Weight, ColsGemmMxfp4},
+  }};
+  return t;
+}
+
+}  // namespace
+
+std::span<const LinearFormat> LinearFormats() { return Formats(); }
+
+const LinearFormat& FormatOf(const LinearWeight& w) {
+  for (const LinearFormat& f : Formats()) {
+    if (f.dtype == w.dtype) return f;
+  }
+  MX_CHECK_MSG(false, std::string("no linear format for dtype ") + DTypeName(w.dtype));
+  return Formats()[0];
+}
+
+const LinearFormat* FormatForFileDtype(DType file_dtype) {
+  for (const LinearFormat& f : Formats()) {
+    if (std::find(f.file_dtypes.begin(), f.file_dtypes.end(), file_dtype) != f.file_dtypes.end()) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace mx

@@ -1,0 +1,190 @@
+// The LinearFormat table on fresh random weights of every format: loading from checkpoint
+// bytes (element values against the source / the MXFP4 dequantizer), row views and copies,
+// column slices and their block rule, bytes per block, and the threaded GEMM against the raw
+// column-range kernel the MoE uses.
+#include "model/weight_format.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <set>
+
+#include "base/numerics.h"
+#include "model/weight_bytes.h"
+#include "quant/quant_format.h"
+
+namespace mx::weight_format_test {
+namespace {
+
+constexpr int64_t kN = 24, kK = 96;  // K: three MXFP4 blocks
+
+// A checkpoint tensor's bytes and its view (and, for MXFP4, the scale tensor's).
+struct FileTensor {
+  std::vector<uint8_t> bytes, scale_bytes;
+  TensorView view, scale;
+  std::vector<float> values;  // W[n, k] as the format holds it (fp32)
+};
+
+FileTensor MakeTensor(DType dtype, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  FileTensor t;
+  t.values.resize(kN * kK);
+  for (float& v : t.values) v = g(rng);
+  t.view.name = "w";
+  t.view.dtype = dtype;
+  t.view.shape = {kN, kK};
+  if (dtype == DType::kBF16 || dtype == DType::kF16) {
+    t.bytes.resize(kN * kK * 2);
+    for (int64_t i = 0; i < kN * kK; ++i) {
+      const uint16_t h = dtype == DType::kBF16 ? F32ToBf16(t.values[i]) : F32ToF16(t.values[i]);
+      t.values[i] = dtype == DType::kBF16 ? Bf16ToF32(h) : F16ToF32(h);
+      std::memcpy(t.bytes.data() + 2 * i, &h, 2);
+    }
+  } else if (dtype == DType::kF32) {
+    t.bytes.resize(kN * kK * 4);
+    std::memcpy(t.bytes.data(), t.values.data(), t.bytes.size());
+  } else {  // MXFP4 in Quark's layout: codes [n, k/2] (U8) + E8M0 scales [n, k/32]
+    t.view.shape = {kN, kK / 2};
+    t.bytes.resize(kN * kK / 2);
+    t.scale_bytes.resize(kN * kK / 32);
+    for (int64_t r = 0; r < kN; ++r) {
+      const quant::QuantFormat& q = quant::Mxfp4Format();  // as `mxserve quantize` writes
+      EXPECT_TRUE(q.encode_f32(t.values.data() + r * kK, kK, quant::ScaleMode::kEven,
+                               t.bytes.data() + r * kK / 2, t.scale_bytes.data() + r * kK / 32)
+                      .ok());
+      q.decode(t.bytes.data() + r * kK / 2, t.scale_bytes.data() + r * kK / 32, kK,
+               t.values.data() + r * kK);
+    }
+    t.scale.name = "w_scale";
+    t.scale.dtype = DType::kU8;
+    t.scale.shape = {kN, kK / 32};
+    t.scale.data = t.scale_bytes.data();
+    t.scale.nbytes = t.scale_bytes.size();
+  }
+  t.view.data = t.bytes.data();
+  t.view.nbytes = t.bytes.size();
+  return t;
+}
+
+LinearWeight Load(const FileTensor& t) {
+  const LinearFormat* f = FormatForFileDtype(t.view.dtype);
+  EXPECT_NE(f, nullptr);
+  return f->load(t.view, f->codec != nullptr ? &t.scale : nullptr);
+}
+
+class EveryFormat : public ::testing::TestWithParam<DType> {};
+
+TEST_P(EveryFormat, LoadsAndReadsEveryElement) {
+  const FileTensor t = MakeTensor(GetParam(), 1);
+  const LinearWeight w = Load(t);
+  EXPECT_EQ(w.n, kN);
+  EXPECT_EQ(w.k, kK);
+  const LinearFormat& f = FormatOf(w);
+  EXPECT_EQ(&f, FormatForFileDtype(GetParam()));
+  for (int64_t r = 0; r < kN; ++r) {
+    for (int64_t c = 0; c < kK; ++c) ASSERT_EQ(w.at(r, c), t.values[r * kK + c]) << r << "," << c;
+  }
+  // Bytes in the kernels' layout: per block of `block` elements, block_bytes.
+  EXPECT_EQ(WeightBytes(w), kN * (kK / f.block) * f.block_bytes);
+}
+
+TEST_P(EveryFormat, RowViewsCopiesAndColumnSlices) {
+  const FileTensor t = MakeTensor(GetParam(), 2);
+  const LinearWeight w = Load(t);
+  const LinearWeight view = w.Rows(5, 7);
+  LinearWeight copy = SliceRows(Load(t), 5, 7);
+  auto cols = SliceCols(w, 32, 64, "w");
+  ASSERT_TRUE(cols.ok()) << cols.status().ToString();
+  for (int64_t r = 0; r < 7; ++r) {
+    for (int64_t c = 0; c < kK; ++c) {
+      ASSERT_EQ(view.at(r, c), t.values[(r + 5) * kK + c]);
+      ASSERT_EQ(copy.at(r, c), t.values[(r + 5) * kK + c]);
+    }
+  }
+  for (int64_t r = 0; r < kN; ++r) {
+    for (int64_t c = 0; c < 64; ++c) ASSERT_EQ(cols->at(r, c), t.values[r * kK + 32 + c]);
+  }
+  // A slice that cuts a block is refused where blocks are longer than one element.
+  auto cut = SliceCols(w, 16, 32, "model.layers.1.mlp.down_proj.weight");
+  if (FormatOf(w).block == 1) {
+    EXPECT_TRUE(cut.ok());
+  } else {
+    ASSERT_FALSE(cut.ok());
+    EXPECT_EQ(cut.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(cut.status().message().find("32-element block"), std::string::npos);
+    EXPECT_NE(cut.status().message().find("down_proj"), std::string::npos);
+  }
+}
+
+TEST_P(EveryFormat, ThreadedGemmEqualsTheColumnKernelOnEveryLevel) {
+  const FileTensor t = MakeTensor(GetParam(), 3);
+  const LinearWeight w = Load(t);
+  const LinearFormat& f = FormatOf(w);
+  const int64_t m = 5;
+  std::mt19937_64 rng(4);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> x(m * kK);
+  for (float& v : x) v = g(rng);
+  std::vector<BlockQ8> xq(m * kK / 32);
+  for (int64_t i = 0; i < m; ++i) QuantizeRowQ8(x.data() + i * kK, kK, xq.data() + i * kK / 32);
+  ThreadPool pool(2);
+  for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
+    const KernelTable* kt = GetKernelTable(l);
+    if (kt == nullptr) continue;
+    SCOPED_TRACE(KernelLevelName(l));
+    std::vector<float> y(m * kN), z(m * kN, NAN);
+    Linear(*kt, pool, x.data(), m, w, y.data());
+    // Two column ranges, as the MoE splits an expert's width.
+    f.gemm_cols(*kt, w, x.data(), xq.data(), m, 0, 10, z.data(), kN, {});
+    f.gemm_cols(*kt, w, x.data(), xq.data(), m, 10, kN, z.data(), kN, {});
+    for (int64_t i = 0; i < m * kN; ++i) {
+      ASSERT_TRUE(std::isfinite(y[i])) << i;
+      EXPECT_NEAR(z[i], y[i], 1e-5f * (1.0f + std::abs(y[i]))) << i;
+    }
+    // Against the weight's own values in double (MXFP4: the Q8 activations' error as well).
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < kN; ++j) {
+        double ref = 0, mag = 0;
+        for (int64_t c = 0; c < kK; ++c) {
+          ref += static_cast<double>(x[i * kK + c]) * t.values[j * kK + c];
+          mag += std::abs(static_cast<double>(x[i * kK + c]) * t.values[j * kK + c]);
+        }
+        EXPECT_NEAR(y[i * kN + j], ref, (f.q8_activations ? 2e-2 : 1e-5) * (1 + mag));
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, EveryFormat,
+                         ::testing::Values(DType::kBF16, DType::kF16, DType::kF32, DType::kU8),
+                         [](const auto& info) { return std::string(DTypeName(info.param)); });
+
+TEST(LinearFormats, TableIsConsistent) {
+  std::set<std::string> names;
+  std::set<DType> dtypes, files;
+  for (const LinearFormat& f : LinearFormats()) {
+    EXPECT_TRUE(names.insert(f.name).second) << f.name;
+    EXPECT_TRUE(dtypes.insert(f.dtype).second) << f.name;
+    for (DType d : f.file_dtypes) EXPECT_TRUE(files.insert(d).second) << f.name;
+    EXPECT_GE(f.block, 1);
+    EXPECT_GE(f.block_bytes, 1);
+    EXPECT_EQ(f.q8_activations, f.block == 32) << f.name;
+    if (f.codec != nullptr) {  // the checkpoint codec agrees on the name and the block
+      EXPECT_EQ(std::string(f.codec->name), f.name);
+      EXPECT_EQ(f.codec->block, f.block);
+    }
+    LinearWeight w;
+    w.dtype = f.dtype;
+    EXPECT_EQ(&FormatOf(w), &f);
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"bf16", "f32", "mxfp4"}));
+  EXPECT_EQ(FormatForFileDtype(DType::kF16)->name, std::string("f32"));
+  EXPECT_EQ(FormatForFileDtype(DType::kU8)->name, std::string("mxfp4"));
+  EXPECT_EQ(FormatForFileDtype(DType::kI32), nullptr);
+}
+
+}  // namespace
+}  // namespace mx::weight_format_test
