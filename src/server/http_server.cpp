@@ -97,9 +97,114 @@ std::string Trim(std::string_view s) {
   return std::string(s);
 }
 
+struct HttpRefusal {
+  int status;
+  std::string message;
+  std::string code;
+};
+
+// The answer to a parse error of Beast's (not a timeout or the client going away).
+HttpRefusal RefusalFor(beast::error_code ec, const HttpLimits& l) {
+  if (ec == bhttp::error::header_limit) {
+    return {431,
+            fmt::format("the request head is larger than {} bytes (--max-header-bytes)",
+                        l.max_header_bytes),
+            "request_header_too_large"};
+  }
+  if (ec == bhttp::error::body_limit) {
+    return {413,
+            fmt::format("the request body is larger than {} bytes (--max-request-bytes)",
+                        l.max_body_bytes),
+            "request_too_large"};
+  }
+  if (ec == bhttp::error::bad_content_length || ec == bhttp::error::multiple_content_length) {
+    return {400, "invalid or conflicting Content-Length", "bad_content_length"};
+  }
+  return {400, "malformed HTTP request: " + ec.message(), "bad_request"};
+}
+
+// What a complete head is refused for, if anything (field count, Content-Encoding).
+template <typename Header>
+std::optional<HttpRefusal> CheckHead(const Header& msg, const HttpLimits& l) {
+  if (std::distance(msg.begin(), msg.end()) > l.max_headers) {
+    return HttpRefusal{431,
+                       fmt::format("more than {} header fields (--max-headers)", l.max_headers),
+                       "request_header_too_large"};
+  }
+  const std::string encoding = Trim(msg[bhttp::field::content_encoding]);
+  if (!encoding.empty() && !IEquals(encoding, "identity")) {
+    return HttpRefusal{415,
+                       fmt::format("Content-Encoding '{}' is not accepted; send the body "
+                                   "uncompressed",
+                                   encoding),
+                       "unsupported_content_encoding"};
+  }
+  return std::nullopt;
+}
+
+void ConfigureParser(bhttp::request_parser<bhttp::string_body>& p, const HttpLimits& l) {
+  p.header_limit(static_cast<uint32_t>(
+      std::min<size_t>(l.max_header_bytes, std::numeric_limits<uint32_t>::max())));
+  p.body_limit(l.max_body_bytes);
+}
+
+HttpRequest ToRequest(bhttp::request<bhttp::string_body>&& msg) {
+  HttpRequest r;
+  r.method = std::string(msg.method_string());
+  r.target = std::string(msg.target());
+  r.path = r.target.substr(0, r.target.find('?'));
+  r.version = msg.version() == 10 ? 10 : 11;
+  for (const auto& f : msg) r.headers.emplace_back(f.name_string(), f.value());
+  r.body = std::move(msg.body());
+  return r;
+}
+
 }  // namespace http_server_internal
 
 using namespace http_server_internal;
+
+HttpParseResult ParseHttpRequest(std::string_view data, const HttpLimits& limits) {
+  HttpParseResult out;
+  bhttp::request_parser<bhttp::string_body> parser;
+  ConfigureParser(parser, limits);
+  parser.eager(false);
+  beast::error_code ec;
+  net::const_buffer buf(data.data(), data.size());
+  bool checked_head = false;
+  while (buf.size() > 0 && !parser.is_done()) {
+    const size_t n = parser.put(buf, ec);
+    if (ec == bhttp::error::need_more) {
+      ec = {};
+      break;
+    }
+    if (ec) break;
+    buf += n;
+    if (parser.is_header_done() && !checked_head) {
+      checked_head = true;
+      if (auto r = CheckHead(parser.get(), limits)) {
+        out.status = r->status;
+        out.message = r->message;
+        return out;
+      }
+      parser.eager(true);
+    }
+    if (n == 0) break;
+  }
+  if (ec) {
+    const HttpRefusal r = RefusalFor(ec, limits);
+    out.status = r.status;
+    out.message = r.message;
+    return out;
+  }
+  if (!parser.is_done()) {
+    out.status = -1;
+    out.message = "incomplete";
+    return out;
+  }
+  out.request = ToRequest(parser.release());
+  out.consumed = data.size() - buf.size();
+  return out;
+}
 
 std::string HttpRequest::Header(std::string_view name) const {
   for (const auto& [k, v] : headers) {
@@ -254,9 +359,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void ReadHead() {
     phase_ = kHead;
     parser_.emplace();
-    parser_->header_limit(static_cast<uint32_t>(
-        std::min<size_t>(srv_->limits.max_header_bytes, std::numeric_limits<uint32_t>::max())));
-    parser_->body_limit(srv_->limits.max_body_bytes);
+    ConfigureParser(*parser_, srv_->limits);
     Arm(srv_->limits.head_timeout);
     stream_.expires_never();
     bhttp::async_read_header(stream_, buf_, *parser_,
@@ -279,27 +382,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                                        l.body_timeout.count()),
                     "request_timeout");
     }
-    if (ec == bhttp::error::header_limit) {
-      return Reject(431,
-                    fmt::format("the request head is larger than {} bytes (--max-header-bytes)",
-                                l.max_header_bytes),
-                    "request_header_too_large");
-    }
-    if (ec == bhttp::error::body_limit) {
-      return Reject(413,
-                    fmt::format("the request body is larger than {} bytes (--max-request-bytes)",
-                                l.max_body_bytes),
-                    "request_too_large");
-    }
-    if (ec == bhttp::error::bad_content_length || ec == bhttp::error::multiple_content_length) {
-      return Reject(400, "invalid or conflicting Content-Length", "bad_content_length");
-    }
     if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
         ec == net::error::eof || ec == net::error::connection_reset ||
         ec == net::error::operation_aborted || ec == net::error::broken_pipe) {
       return Close();
     }
-    Reject(400, "malformed HTTP request: " + ec.message(), "bad_request");
+    const HttpRefusal r = RefusalFor(ec, l);
+    Reject(r.status, r.message, r.code);
   }
 
   void OnHead(beast::error_code ec) {
@@ -307,18 +396,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (ec) return OnReadError(ec, /*head=*/true);
     const auto& msg = parser_->get();
     const HttpLimits& l = srv_->limits;
-    if (std::distance(msg.begin(), msg.end()) > l.max_headers) {
-      return Reject(431, fmt::format("more than {} header fields (--max-headers)", l.max_headers),
-                    "request_header_too_large");
-    }
-    const std::string encoding = Trim(msg[bhttp::field::content_encoding]);
-    if (!encoding.empty() && !IEquals(encoding, "identity")) {
-      return Reject(415,
-                    fmt::format("Content-Encoding '{}' is not accepted; send the body "
-                                "uncompressed",
-                                encoding),
-                    "unsupported_content_encoding");
-    }
+    if (auto r = CheckHead(msg, l)) return Reject(r->status, r->message, r->code);
     if (parser_->is_done()) return Dispatch();
     if (IEquals(Trim(msg[bhttp::field::expect]), "100-continue")) {
       static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -359,16 +437,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     phase_ = kBusy;
     auto msg = parser_->release();
     parser_.reset();
-    HttpRequest r;
-    r.method = std::string(msg.method_string());
-    r.target = std::string(msg.target());
-    r.path = r.target.substr(0, r.target.find('?'));
-    r.version = msg.version() == 10 ? 10 : 11;
-    for (const auto& f : msg) r.headers.emplace_back(f.name_string(), f.value());
-    r.body = std::move(msg.body());
+    keep_alive_ = msg.keep_alive();
+    HttpRequest r = ToRequest(std::move(msg));
     r.remote_addr = addr_;
     r.remote_port = port_;
-    keep_alive_ = msg.keep_alive();
     if (srv_->handlers.load() >= srv_->limits.max_handlers) {
       return Reject(503,
                     fmt::format("{} requests are being handled (--http-threads); retry later",

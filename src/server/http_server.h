@@ -119,6 +119,16 @@ class HttpServer {
   std::shared_ptr<Impl> impl_;
 };
 
+// One request's bytes through the parser, limits and head checks that a connection applies
+// (deadlines aside): for tests and the fuzz target.
+struct HttpParseResult {
+  int status = 0;       // 0: parsed; -1: incomplete; else the refusal's status (400/413/415/431)
+  std::string message;  // the refusal's reason
+  HttpRequest request;  // when parsed
+  size_t consumed = 0;  // bytes of `data` the request took (what follows is pipelined)
+};
+HttpParseResult ParseHttpRequest(std::string_view data, const HttpLimits& limits);
+
 // Compares in time that depends only on expected's length (API keys).
 bool ConstantTimeEquals(std::string_view given, std::string_view expected);
 
