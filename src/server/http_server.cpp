@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
@@ -452,11 +453,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       std::lock_guard<std::mutex> lock(srv_->threads_mu);
       ++srv_->live_threads;
     }
-    StartWatching();
-    std::thread([self = shared_from_this(), r = std::move(r)]() mutable {
+    auto run = [self = shared_from_this(), r = std::move(r), keep_alive = keep_alive_]() mutable {
       std::shared_ptr<HttpServer::Impl> srv = self->srv_;
       {
-        const bool keep_alive = self->keep_alive_;
         HttpExchange ex(std::move(self), std::move(r), keep_alive);
         try {
           srv->handler(ex);
@@ -472,7 +471,20 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       std::lock_guard<std::mutex> lock(srv->threads_mu);
       --srv->live_threads;
       srv->threads_cv.notify_all();
-    }).detach();
+    };
+    try {
+      std::thread(std::move(run)).detach();
+    } catch (const std::system_error& e) {
+      // No thread to be had (a resource limit): refuse this request, keep serving.
+      srv_->handlers.fetch_sub(1);
+      {
+        std::lock_guard<std::mutex> lock(srv_->threads_mu);
+        --srv_->live_threads;
+      }
+      MX_LOG_WARN("cannot start a request thread: {}", e.what());
+      return Reject(503, "the server cannot take another request now; retry later", "server_busy");
+    }
+    StartWatching();
   }
 
   // While a handler runs: wait for the socket to turn readable. End-of-file or a reset is a
