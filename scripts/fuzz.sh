@@ -83,6 +83,29 @@ idx = {"metadata": {"total_size": 123}, "weight_map": {
 open(os.path.join(d, "index"), "w").write(json.dumps(idx, indent=2))
 open(os.path.join(d, "index_compact"), "w").write(json.dumps(idx, separators=(",", ":")))
 open(os.path.join(d, "no_metadata"), "w").write('{"weight_map":{"x":"m.safetensors"}}')
+
+# HTTP requests with JSON bodies (src/server/http_request_fuzz.cpp).
+d = os.path.join(out, "http_request_fuzz")
+os.makedirs(d, exist_ok=True)
+def req(head, body=b""):
+    return head.encode() + (b"Content-Length: %d\r\n\r\n" % len(body)) + body
+chat = json.dumps({"messages": [{"role": "user", "content": "1+1="}], "max_tokens": 8,
+                   "stream": True, "tools": [{"type": "function", "function": {"name": "f",
+                   "parameters": {"type": "object"}}}], "stop": ["\n"], "seed": 1}).encode()
+gen = json.dumps({"text": "1+1=", "rid": "r", "sampling_params": {"max_new_tokens": 4,
+                  "temperature": 0}}).encode()
+seeds = {
+    "chat": req("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n", chat),
+    "completion": req("POST /v1/completions HTTP/1.0\r\n", b'{"prompt":[1,2,3],"n":2,"echo":true}'),
+    "generate": req("POST /generate HTTP/1.1\r\nExpect: 100-continue\r\n", gen),
+    "chunked": b"POST /tokenize HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"5\r\n{\"a\":\r\n3\r\n[1]\r\n1\r\n}\r\n0\r\n\r\n",
+    "get": b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n",
+    "pipelined": b"GET /health HTTP/1.1\r\n\r\n" + req("POST /abort_request HTTP/1.1\r\n",
+                                                   b'{"abort_all":true}'),
+}
+for k, v in seeds.items():
+    open(os.path.join(d, k), "wb").write(v)
 PY
 
 # A dictionary of tokens the header grammar uses.
@@ -92,7 +115,9 @@ dict="$corpus_root/safetensors.dict"
            '"__metadata__"' '"weight_map"' '"metadata"' '"total_size"' '"F32"' '"BF16"' '"F16"' \
            '"F64"' '"F8_E4M3"' '"F8_E5M2"' '"U8"' '"I8"' '"I16"' '"I32"' '"I64"' '"BOOL"' \
            '-1' '1.5' '1e3' '18446744073709551615' '9223372036854775807' '4294967296' 'null' \
-           'true' '..' '/'; do
+           'true' '..' '/' 'HTTP/1.1' 'HTTP/1.0' 'Content-Length: ' 'Transfer-Encoding: chunked' \
+           'Content-Encoding: gzip' 'Expect: 100-continue' '"messages"' '"prompt"' \
+           '"sampling_params"' '"stream"' '"tools"'; do
     printf '"%s"\n' "$(printf '%s' "$t" | sed 's/\\/\\\\/g; s/"/\\"/g')"
   done
 } > "$dict"

@@ -10,6 +10,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libpcre2-dev libcpp-httplib-dev libcurl4-openssl-dev
+  libboost1.81-dev  # Boost.Beast + Asio (header-only): the server's HTTP transport
   libopenmpi-dev openmpi-bin  # the MPI communicator (src/parallel) and its mpirun tests
   curl jq nodejs  # jq: the curl-driven server test (tests/server/curl_test.sh)
   chromium fonts-dejavu-core  # the web page's browser test (tests/webui)

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -34,11 +35,39 @@ struct ServeArgs {
   server::ServerOptions server;
   EngineOptions engine;
   double shutdown_timeout_s = 30;
+  std::string api_key_file;
+  // HTTP deadlines in seconds (server::HttpLimits holds them in ms).
+  double head_timeout_s = 10, body_timeout_s = 60, idle_timeout_s = 5, write_timeout_s = 30;
   int dp = 1;  // engine replicas per model (engine/dp_engine.h)
   std::string load_balance_method = "round_robin";
   int tp = 0;  // tensor-parallel ranks (0: not given)
   int ep = 0;  // expert-parallel ranks (0: not given)
 };
+
+// The API key from --api-key, --api-key-file (first line; a file keeps it out of `ps`) or the
+// MXSERVE_API_KEY environment variable, in that order; at most one of the flags.
+Status ResolveApiKey(ServeArgs& a) {
+  if (!a.api_key_file.empty()) {
+    if (!a.server.api_key.empty()) {
+      return InvalidArgument("give --api-key or --api-key-file, not both");
+    }
+    std::FILE* f = std::fopen(a.api_key_file.c_str(), "rb");
+    if (f == nullptr) return IoError("--api-key-file {}: cannot open it", a.api_key_file);
+    std::string key;
+    char buf[4096];
+    size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0 && key.size() < 65536) key.append(buf, n);
+    std::fclose(f);
+    key = key.substr(0, key.find_first_of("\r\n"));
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    if (key.empty())
+      return InvalidArgument("--api-key-file {}: the first line is empty", a.api_key_file);
+    a.server.api_key = key;
+  } else if (a.server.api_key.empty()) {
+    if (const char* env = std::getenv("MXSERVE_API_KEY"); env != nullptr) a.server.api_key = env;
+  }
+  return Status::Ok();
+}
 
 // The size of the group under `mpirun` (Open MPI sets OMPI_COMM_WORLD_SIZE), else 0.
 int MpiWorldSize() {
@@ -116,6 +145,15 @@ int RunServe(ServeArgs& a) {
     std::fprintf(stderr, "mxserve serve: %s\n", models.status().message().c_str());
     return 2;
   }
+  if (Status st = ResolveApiKey(a); !st.ok()) {
+    std::fprintf(stderr, "mxserve serve: %s\n", st.message().c_str());
+    return 2;
+  }
+  auto ms = [](double s) { return std::chrono::milliseconds(std::llround(s * 1000)); };
+  a.server.http.head_timeout = ms(a.head_timeout_s);
+  a.server.http.body_timeout = ms(a.body_timeout_s);
+  a.server.http.idle_timeout = ms(a.idle_timeout_s);
+  a.server.http.write_timeout = ms(a.write_timeout_s);
   auto method = ParseLoadBalanceMethod(a.load_balance_method);
   if (a.dp < 1 || !method.ok()) {
     std::fprintf(stderr, "mxserve serve: %s\n",
@@ -246,13 +284,55 @@ VerbRun SetupServe(CLI::App& app) {
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   sub->add_option("--api-key", a->server.api_key,
-                  "require 'Authorization: Bearer KEY' (except /health)");
+                  "require 'Authorization: Bearer KEY' (except /health); visible in `ps`: "
+                  "prefer --api-key-file or MXSERVE_API_KEY");
+  sub->add_option("--api-key-file", a->api_key_file,
+                  "read the API key from the first line of this file");
   sub->add_flag("--no-webui{false}", a->server.webui,
                 "do not serve the status + chat page at / (the API is unchanged)");
-  sub->add_option("--max-request-bytes", a->server.max_body_bytes, "request body size limit")
+  server::HttpLimits& h = a->server.http;
+  sub->add_option("--max-request-bytes", h.max_body_bytes,
+                  "request body size limit, chunked bodies included (beyond: 413)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 40))
       ->capture_default_str();
-  sub->add_option("--http-threads", a->server.http_threads,
-                  "HTTP workers = concurrent connections served")
+  sub->add_option("--max-header-bytes", h.max_header_bytes,
+                  "request line + headers size limit (beyond: 431)")
+      ->check(CLI::Range(size_t{256}, size_t{1} << 24))
+      ->capture_default_str();
+  sub->add_option("--max-headers", h.max_headers, "header fields per request (beyond: 431)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  sub->add_option("--max-json-depth", a->server.limits.max_json_depth,
+                  "nesting of arrays and objects in a request body (beyond: 400)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  sub->add_option("--http-head-timeout", a->head_timeout_s,
+                  "seconds for a whole request head, from its first byte (beyond: 408)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--http-body-timeout", a->body_timeout_s,
+                  "seconds for a whole request body, after its head (beyond: 408)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--keep-alive-timeout", a->idle_timeout_s,
+                  "seconds an idle connection waits for its next request")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--http-write-timeout", a->write_timeout_s,
+                  "seconds a client may leave one response write unread before it is dropped")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--max-connections", h.max_connections,
+                  "open connections (beyond: the oldest idle one is closed, else 503)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  sub->add_option("--max-connections-per-client", h.max_connections_per_client,
+                  "open connections per client address (likewise)")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  sub->add_option("--http-threads", h.max_handlers,
+                  "requests handled at once, each on a thread of its own (beyond: 503); idle and "
+                  "slow connections take none")
       ->check(CLI::Range(4, 65536))
       ->capture_default_str();
   sub->add_option("--shutdown-timeout", a->shutdown_timeout_s,

@@ -1,10 +1,12 @@
 // Generation routes: /v1/chat/completions, /v1/completions and /generate. One HTTP request
-// becomes prompts x n engine requests ("choices"); a pump reads their streams on the HTTP
-// worker, runs each through its ChoiceOutput and writes SSE events or, at the end, one JSON
-// object. While waiting it writes a heartbeat (an SSE comment, or JSON-legal leading
-// whitespace) every disconnect_poll so that a vanished client is noticed and its engine
-// requests are aborted.
+// becomes prompts x n engine requests ("choices"); a pump reads their streams on the request's
+// handler thread, runs each through its ChoiceOutput and writes SSE events or, at the end, one
+// JSON object (headers included: nothing is committed before the result exists). Every
+// disconnect_poll it asks the transport whether the client has hung up (the socket is watched,
+// so this needs no write) and if so aborts the engine requests.
+#include <atomic>
 #include <chrono>
+#include <random>
 #include <thread>
 
 #include <fmt/format.h>
@@ -20,6 +22,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
+
+// A quiet stream gets an SSE comment this often.
+constexpr auto kSsePingPeriod = std::chrono::seconds(15);
 
 struct Prepared {
   std::vector<std::vector<int32_t>> prompt_ids;
@@ -122,7 +127,20 @@ std::optional<ApiError> Prepare(ServedModel& m, ParsedRequest& r, Prepared* p) {
   return std::nullopt;
 }
 
-std::optional<ApiError> SubmitAll(Job& job) {
+// A fresh seed for a choice whose request gave none: identical requests at temperature > 0
+// differ, as with OpenAI, vLLM and sglang. Thread-safe.
+uint64_t DrawSeed() {
+  static const uint64_t salt = (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  static std::atomic<uint64_t> counter{0};
+  uint64_t z = salt + 0x9E3779B97F4A7C15ull * (counter.fetch_add(1) + 1);  // splitmix64
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Submits prompts x n engine requests; their ids join job.active.ids under `jobs_mu` (which
+// /abort_request holds while it reads them).
+std::optional<ApiError> SubmitAll(Job& job, std::mutex& jobs_mu) {
   ServedModel& m = *job.model;
   ParsedRequest& r = job.req;
   ChoiceOptions co;
@@ -138,7 +156,7 @@ std::optional<ApiError> SubmitAll(Job& job) {
     for (int k = 0; k < r.n; ++k) {
       GenerationRequest g = r.gen;
       g.prompt = job.prep.prompt_ids[p];
-      g.sampling.seed = r.gen.sampling.seed + static_cast<uint64_t>(k);
+      g.sampling.seed = r.seed_given ? r.gen.sampling.seed + static_cast<uint64_t>(k) : DrawSeed();
       auto s = m.engine->Submit(std::move(g));
       if (!s.ok()) {
         for (RequestId id : job.active.ids) m.engine->Abort(id);
@@ -149,7 +167,10 @@ std::optional<ApiError> SubmitAll(Job& job) {
       c.prompt_index = static_cast<int>(p);
       c.stream = std::move(*s);
       c.out = std::make_unique<ChoiceOutput>(m.tokenizer, co);
-      job.active.ids.push_back(c.stream->id());
+      {
+        std::lock_guard<std::mutex> lock(jobs_mu);
+        job.active.ids.push_back(c.stream->id());
+      }
       job.choices.push_back(std::move(c));
     }
   }
@@ -383,142 +404,149 @@ Json GenerateObject(const Job& job, const Choice& c, const std::string& text,
   return j;
 }
 
-void Serve(Server::Impl& impl, ApiKind kind, const httplib::Request& http_req,
-           httplib::Response& res) {
-  // Before the draining check: a shutdown that has not seen this mark refuses the request.
-  std::shared_ptr<void> busy = impl.MarkBusy(http_req);
-  if (!impl.ready.load()) {
-    return SendError(res, FromStatus(Status(StatusCode::kUnavailable, "the model is loading")));
+// Ends every engine request of a job and forgets it, however the HTTP request ended.
+struct JobCleanup {
+  Server::Impl& impl;
+  Job& job;
+  ~JobCleanup() {
+    AbortAll(job);
+    impl.UnregisterJob(job.id, &job.active);
   }
-  if (impl.draining.load()) {
-    return SendError(res,
-                     FromStatus(Status(StatusCode::kUnavailable, "the server is shutting down")));
-  }
-  Json body;
-  if (auto e = ParseBody(http_req.body, &body)) return SendError(res, *e);
-  auto job = std::make_shared<Job>();
-  job->start = Clock::now();
-  std::optional<ApiError> err;
-  switch (kind) {
-    case ApiKind::kChat:
-      err = ParseChatRequest(body, impl.options.limits, &job->req);
-      break;
-    case ApiKind::kCompletion:
-      err = ParseCompletionRequest(body, impl.options.limits, &job->req);
-      break;
-    case ApiKind::kGenerate:
-      err = ParseGenerateRequest(body, impl.options.limits, &job->req);
-      break;
-  }
-  if (err) return SendError(res, *err);
-  if (auto e = impl.FindModel(job->req.model, &job->model)) return SendError(res, *e);
-  if (auto e = Prepare(*job->model, job->req, &job->prep)) return SendError(res, *e);
-  job->id = kind == ApiKind::kChat ? NewResponseId("chatcmpl-") : NewResponseId("cmpl-");
-  if (kind == ApiKind::kGenerate && !job->req.request_id.empty()) job->id = job->req.request_id;
-  job->created = UnixNow();
-  if (auto e = SubmitAll(*job)) return SendError(res, *e);
-  impl.RegisterJob(job->id, &job->active);
-
-  Server::Impl* ip = &impl;
-  const bool stream = job->req.stream;
-  auto provider = [ip, job, kind, stream](size_t, httplib::DataSink& sink) -> bool {
-    Job& j = *job;
-    auto write = [&](const std::string& s) {
-      if (s.empty()) return true;
-      j.last_write = Clock::now();
-      return sink.write(s.data(), s.size());
-    };
-    std::function<bool(Choice&, const ChoiceDelta&)> on_delta;
-    std::function<bool()> heartbeat;
-    if (!stream) {
-      on_delta = [](Choice&, const ChoiceDelta&) { return true; };
-      heartbeat = [&] { return write(" "); };
-    } else {
-      heartbeat = [&] { return write(": ping\n\n"); };
-      if (kind == ApiKind::kChat) {
-        on_delta = [&](Choice& c, const ChoiceDelta& d) {
-          return write(ChatStreamEvents(j, c, d));
-        };
-      } else if (kind == ApiKind::kCompletion) {
-        on_delta = [&](Choice& c, const ChoiceDelta& d) {
-          std::string text = d.content;
-          if (!c.sent_first && j.req.echo) text = j.prep.prompt_texts[c.prompt_index] + text;
-          c.sent_first = true;
-          if (text.empty() && !d.finish_reason && !(j.req.logprobs && !d.logprobs.empty())) {
-            return true;
-          }
-          Json choices = Json::array({CompletionChoice(j, c, text, d, false)});
-          return write(SseEvent(CompletionObject(j, std::move(choices))));
-        };
-      } else {
-        on_delta = [&](Choice& c, const ChoiceDelta& d) {
-          c.cumulative += d.content;
-          return write(SseEvent(GenerateObject(j, c, c.cumulative, c.out->total())));
-        };
-      }
-    }
-    if (!Pump(*ip, j, on_delta, heartbeat)) return false;
-    std::string tail;
-    if (stream) {
-      if (j.error) tail += SseEvent(j.error->ToJson());
-      if (j.req.include_usage && kind != ApiKind::kGenerate) {
-        Json u = kind == ApiKind::kChat ? Json{{"id", j.id},
-                                               {"object", "chat.completion.chunk"},
-                                               {"created", j.created},
-                                               {"model", j.model->name}}
-                                        : CompletionObject(j, Json::array());
-        u["choices"] = Json::array();
-        u["usage"] = UsageOf(j);
-        tail += SseEvent(u);
-      }
-      tail += kSseDone;
-    } else if (j.error) {
-      tail = j.error->Body();
-    } else if (kind == ApiKind::kChat) {
-      tail = Dump(ChatResponse(j));
-    } else if (kind == ApiKind::kCompletion) {
-      Json choices = Json::array();
-      for (Choice& c : j.choices) {
-        c.text_offset = 0;
-        std::string text = c.out->total().content;
-        if (j.req.echo) text = j.prep.prompt_texts[c.prompt_index] + text;
-        choices.push_back(CompletionChoice(j, c, text, c.out->total(), true));
-      }
-      Json obj = CompletionObject(j, std::move(choices));
-      obj["usage"] = UsageOf(j);
-      tail = Dump(obj);
-    } else {
-      const Choice& c = j.choices[0];
-      tail = Dump(GenerateObject(j, c, c.out->total().content, c.out->total()));
-    }
-    if (!write(tail)) return false;
-    sink.done();
-    return true;
-  };
-  auto releaser = [ip, job, busy](bool /*success*/) {
-    // Whatever happened (finished, client gone, write error), no engine work outlives it.
-    AbortAll(*job);
-    ip->UnregisterJob(job->id);
-  };
-  res.status = 200;
-  if (stream) {
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
-  }
-  res.set_chunked_content_provider(stream ? "text/event-stream" : "application/json", provider,
-                                   releaser);
-}
+};
 
 }  // namespace
 
-void Server::Impl::HandleChat(const httplib::Request& req, httplib::Response& res) {
-  Serve(*this, ApiKind::kChat, req, res);
-}
-void Server::Impl::HandleCompletion(const httplib::Request& req, httplib::Response& res) {
-  Serve(*this, ApiKind::kCompletion, req, res);
-}
-void Server::Impl::HandleGenerate(const httplib::Request& req, httplib::Response& res) {
-  Serve(*this, ApiKind::kGenerate, req, res);
+void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
+  Server::Impl& impl = *this;
+  if (!impl.ready.load()) {
+    return SendError(ex, FromStatus(Status(StatusCode::kUnavailable, "the model is loading")));
+  }
+  if (impl.draining.load()) {
+    return SendError(ex,
+                     FromStatus(Status(StatusCode::kUnavailable, "the server is shutting down")));
+  }
+  Json body;
+  if (auto e = ParseBody(ex.request().body, &body, impl.options.limits.max_json_depth)) {
+    return SendError(ex, *e);
+  }
+  Job job;
+  job.start = Clock::now();
+  std::optional<ApiError> err;
+  switch (kind) {
+    case ApiKind::kChat:
+      err = ParseChatRequest(body, impl.options.limits, &job.req);
+      break;
+    case ApiKind::kCompletion:
+      err = ParseCompletionRequest(body, impl.options.limits, &job.req);
+      break;
+    case ApiKind::kGenerate:
+      err = ParseGenerateRequest(body, impl.options.limits, &job.req);
+      break;
+  }
+  body = Json();
+  if (err) return SendError(ex, *err);
+  if (auto e = impl.FindModel(job.req.model, &job.model)) return SendError(ex, *e);
+  if (auto e = Prepare(*job.model, job.req, &job.prep)) return SendError(ex, *e);
+  job.id = kind == ApiKind::kChat ? NewResponseId("chatcmpl-") : NewResponseId("cmpl-");
+  if (kind == ApiKind::kGenerate && !job.req.request_id.empty()) job.id = job.req.request_id;
+  job.created = UnixNow();
+  // Registered before submitting, so that the id is unique among running requests and an
+  // abort_all that comes meanwhile is seen (SubmitAll adds ids under jobs_mu).
+  if (!impl.RegisterJob(job.id, &job.active)) {
+    return SendError(ex, BadRequest("rid", fmt::format("a request with rid '{}' is already "
+                                                       "running",
+                                                       job.id)));
+  }
+  JobCleanup cleanup{impl, job};
+  if (auto e = SubmitAll(job, impl.jobs_mu)) return SendError(ex, *e);
+
+  Job& j = job;
+  const bool stream = job.req.stream;
+  auto write = [&](const std::string& s) {
+    if (s.empty()) return !ex.ClientGone();
+    j.last_write = Clock::now();
+    return ex.Write(s);
+  };
+  std::function<bool(Choice&, const ChoiceDelta&)> on_delta;
+  std::function<bool()> heartbeat;
+  if (!stream) {
+    // note: nothing is sent before the result exists, so that a later error keeps its status
+    // and a client's own timeout can fire; the socket is watched for a hang-up meanwhile.
+    on_delta = [](Choice&, const ChoiceDelta&) { return true; };
+    heartbeat = [&] {
+      j.last_write = Clock::now();
+      return !ex.ClientGone();
+    };
+  } else {
+    if (!ex.BeginStream(200, "text/event-stream",
+                        {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}})) {
+      return;
+    }
+    // An SSE comment now and then keeps proxies from timing out a quiet stream.
+    auto last_ping = Clock::now();
+    heartbeat = [&, last_ping]() mutable {
+      if (ex.ClientGone()) return false;
+      if (Clock::now() - j.last_write < kSsePingPeriod ||
+          Clock::now() - last_ping < kSsePingPeriod) {
+        return true;
+      }
+      last_ping = Clock::now();
+      return write(": ping\n\n");
+    };
+    if (kind == ApiKind::kChat) {
+      on_delta = [&](Choice& c, const ChoiceDelta& d) { return write(ChatStreamEvents(j, c, d)); };
+    } else if (kind == ApiKind::kCompletion) {
+      on_delta = [&](Choice& c, const ChoiceDelta& d) {
+        std::string text = d.content;
+        if (!c.sent_first && j.req.echo) text = j.prep.prompt_texts[c.prompt_index] + text;
+        c.sent_first = true;
+        if (text.empty() && !d.finish_reason && !(j.req.logprobs && !d.logprobs.empty())) {
+          return !ex.ClientGone();
+        }
+        Json choices = Json::array({CompletionChoice(j, c, text, d, false)});
+        return write(SseEvent(CompletionObject(j, std::move(choices))));
+      };
+    } else {
+      on_delta = [&](Choice& c, const ChoiceDelta& d) {
+        c.cumulative += d.content;
+        return write(SseEvent(GenerateObject(j, c, c.cumulative, c.out->total())));
+      };
+    }
+  }
+  if (!Pump(impl, j, on_delta, heartbeat)) return;  // the client is gone; nothing to answer
+  if (stream) {
+    std::string tail;
+    if (j.error) tail += SseEvent(j.error->ToJson());
+    if (j.req.include_usage && kind != ApiKind::kGenerate) {
+      Json u = kind == ApiKind::kChat ? Json{{"id", j.id},
+                                             {"object", "chat.completion.chunk"},
+                                             {"created", j.created},
+                                             {"model", j.model->name}}
+                                      : CompletionObject(j, Json::array());
+      u["choices"] = Json::array();
+      u["usage"] = UsageOf(j);
+      tail += SseEvent(u);
+    }
+    tail += kSseDone;
+    if (write(tail)) ex.End();
+    return;
+  }
+  if (j.error) return SendError(ex, *j.error);
+  if (kind == ApiKind::kChat) return SendJson(ex, ChatResponse(j));
+  if (kind == ApiKind::kCompletion) {
+    Json choices = Json::array();
+    for (Choice& c : j.choices) {
+      c.text_offset = 0;
+      std::string text = c.out->total().content;
+      if (j.req.echo) text = j.prep.prompt_texts[c.prompt_index] + text;
+      choices.push_back(CompletionChoice(j, c, text, c.out->total(), true));
+    }
+    Json obj = CompletionObject(j, std::move(choices));
+    obj["usage"] = UsageOf(j);
+    return SendJson(ex, obj);
+  }
+  const Choice& c = j.choices[0];
+  SendJson(ex, GenerateObject(j, c, c.out->total().content, c.out->total()));
 }
 
 bool Server::Impl::HealthGenerate(std::string* why) {

@@ -1,6 +1,7 @@
 // Request validation: JSON -> ParsedRequest with OpenAI-style 400s naming the parameter.
 #include "server/request_parse.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -155,12 +156,11 @@ void ReadSampling(Fields& f, const RequestLimits& limits, ParsedRequest* r) {
   }
   f.Number("min_p", 0.0, 1.0, &g.sampling.min_p);
   int64_t seed = 0;
-  if (f.Int("seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
-            &seed)) {
-    g.sampling.seed = static_cast<uint64_t>(seed);
-  } else {
-    g.sampling.seed = 0;
-  }
+  r->seed_given = f.Int("seed", std::numeric_limits<int64_t>::min(),
+                        std::numeric_limits<int64_t>::max(), &seed);
+  // note: without a seed the handler draws one per choice (DrawSeed), as OpenAI, vLLM and
+  // sglang do; 0 here is only a placeholder.
+  g.sampling.seed = r->seed_given ? static_cast<uint64_t>(seed) : 0;
   f.Number("frequency_penalty", -2.0, 2.0, &g.frequency_penalty);
   f.Number("presence_penalty", -2.0, 2.0, &g.presence_penalty);
   f.Number("repetition_penalty", 0.0, 2.0, &g.repetition_penalty, /*lo_open=*/true);
@@ -347,7 +347,43 @@ std::optional<ApiError> ReadLogprobsCompletion(Fields& f, const RequestLimits& l
 
 }  // namespace
 
-std::optional<ApiError> ParseBody(const std::string& text, nlohmann::ordered_json* out) {
+int JsonNestingDepth(std::string_view text, int stop_above) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > stop_above) return deepest;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+std::optional<ApiError> ParseBody(const std::string& text, nlohmann::ordered_json* out,
+                                  int max_depth) {
+  // note: the scan comes first so that no nested value is ever built: copying or destroying
+  // a json value recurses once per level, and 200,000 levels overflow the stack.
+  if (JsonNestingDepth(text, max_depth) > max_depth) {
+    ApiError e = BadRequest("", fmt::format("the request body nests JSON deeper than {} levels "
+                                            "(--max-json-depth)",
+                                            max_depth));
+    e.code = "json_too_deep";
+    return e;
+  }
   *out = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (out->is_discarded()) return BadRequest("", "the request body is not valid JSON");
   if (!out->is_object()) return BadRequest("", "the request body must be a JSON object");

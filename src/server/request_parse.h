@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -36,6 +37,7 @@ struct ParsedRequest {
   bool max_tokens_given = false;    // else: completions 16, chat/generate: the rest of context
   bool separate_reasoning = true;   // chat: split <think>...</think> into reasoning_content
   std::string request_id;           // /generate "rid"
+  bool seed_given = false;          // else each choice draws its own seed (gen.sampling.seed)
   GenerationRequest gen;            // prompt left empty; filled per prompt by the handler
 
   // Completions / generate: one or more prompts (a batch gives one choice per prompt and n).
@@ -52,6 +54,7 @@ struct RequestLimits {
   int max_n = 16;
   int max_top_logprobs = 20;
   int max_stop = 16;
+  int max_json_depth = 256;  // nesting of arrays and objects in a request body
 };
 
 // Each returns the error, or nullopt with `out` filled.
@@ -62,7 +65,13 @@ std::optional<ApiError> ParseCompletionRequest(const nlohmann::ordered_json& bod
 std::optional<ApiError> ParseGenerateRequest(const nlohmann::ordered_json& body,
                                              const RequestLimits& limits, ParsedRequest* out);
 
-// Parses a request body: malformed JSON or a non-object is a 400.
-std::optional<ApiError> ParseBody(const std::string& text, nlohmann::ordered_json* out);
+// Parses a request body: malformed JSON, a non-object or nesting deeper than max_depth (checked
+// by a scan of the bytes before anything is built) is a 400.
+std::optional<ApiError> ParseBody(const std::string& text, nlohmann::ordered_json* out,
+                                  int max_depth);
+
+// The deepest nesting of arrays and objects in `text` (brackets inside strings do not count);
+// stops scanning, returning a value > stop_above, once it exceeds stop_above. Iterative.
+int JsonNestingDepth(std::string_view text, int stop_above);
 
 }  // namespace mx::server

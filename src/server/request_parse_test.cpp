@@ -11,7 +11,7 @@ using Json = nlohmann::ordered_json;
 
 std::optional<ApiError> Chat(const std::string& body, ParsedRequest* out = nullptr) {
   Json j;
-  if (auto e = ParseBody(body, &j)) return e;
+  if (auto e = ParseBody(body, &j, RequestLimits{}.max_json_depth)) return e;
   ParsedRequest r;
   auto e = ParseChatRequest(j, RequestLimits{}, &r);
   if (out != nullptr) *out = r;
@@ -20,7 +20,7 @@ std::optional<ApiError> Chat(const std::string& body, ParsedRequest* out = nullp
 
 std::optional<ApiError> Completion(const std::string& body, ParsedRequest* out = nullptr) {
   Json j;
-  if (auto e = ParseBody(body, &j)) return e;
+  if (auto e = ParseBody(body, &j, RequestLimits{}.max_json_depth)) return e;
   ParsedRequest r;
   auto e = ParseCompletionRequest(j, RequestLimits{}, &r);
   if (out != nullptr) *out = r;
@@ -150,6 +150,40 @@ TEST(RequestParse, GenerateNative) {
   e = ParseGenerateRequest(badsp, RequestLimits{}, &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "sampling_params.max_new_tokens");
+}
+
+TEST(RequestParse, NestingDepthIsCountedOutsideStringsAndStopsEarly) {
+  EXPECT_EQ(JsonNestingDepth(R"({"a":[1,{"b":[]}]})", 100), 4);
+  EXPECT_EQ(JsonNestingDepth(R"({"a":"[[[{{{\"[[[","b":1})", 100), 1);
+  EXPECT_EQ(JsonNestingDepth("[]", 100), 1);
+  EXPECT_EQ(JsonNestingDepth("", 100), 0);
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  EXPECT_EQ(JsonNestingDepth(deep, 10), 11);
+}
+
+TEST(RequestParse, BodiesNestedPastTheLimitAre400BeforeParsing) {
+  Json j;
+  const int d = 200000;
+  const std::string deep = R"({"x":)" + std::string(d, '[') + std::string(d, ']') + R"(,"y":1})";
+  auto e = ParseBody(deep, &j, 256);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->http_status, 400);
+  EXPECT_EQ(e->code, "json_too_deep");
+  EXPECT_NE(e->message.find("256"), std::string::npos) << e->message;
+  // At the limit it parses: 255 arrays inside the top-level object.
+  const std::string ok = R"({"x":)" + std::string(255, '[') + std::string(255, ']') + "}";
+  EXPECT_FALSE(ParseBody(ok, &j, 256));
+  const std::string over = R"({"x":)" + std::string(256, '[') + std::string(256, ']') + "}";
+  EXPECT_TRUE(ParseBody(over, &j, 256));
+}
+
+TEST(RequestParse, SeedIsRecordedOnlyWhenGiven) {
+  ParsedRequest r;
+  ASSERT_FALSE(Chat(std::string("{") + kMsgs + "}", &r));
+  EXPECT_FALSE(r.seed_given);
+  ASSERT_FALSE(Chat(std::string("{") + kMsgs + R"(,"seed":5})", &r));
+  EXPECT_TRUE(r.seed_given);
+  EXPECT_EQ(r.gen.sampling.seed, 5u);
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // The HTTP server: OpenAI-compatible routes (/v1/chat/completions, /v1/completions,
 // /v1/models), sglang-native routes (/generate, /health, /health_generate, /flush_cache,
 // /abort_request, /get_server_info), vLLM-style /tokenize and /detokenize, Prometheus
-// /metrics, and a web page at / (webui.h), over one or more ServedModels. Each HTTP connection is
-// served by a worker of a fixed pool (http_threads); a request's engine stream is read on that
-// worker, detokenized and written as SSE or JSON. A client that goes away is noticed on the next
-// write (a token, or a heartbeat every disconnect_poll) and its engine requests are aborted.
+// /metrics, and a web page at / (webui.h), over one or more ServedModels. The transport is
+// HttpServer (http_server.h: one event loop for every socket, limits and deadlines); each
+// complete request runs on a handler thread of its own, where its engine stream is read,
+// detokenized and written as SSE, or as one JSON object once the result exists. A client that
+// goes away is noticed within disconnect_poll, written to or not, and its engine requests are
+// aborted.
 //
 // Lifecycle: Bind -> (Run on a thread) -> AddModel... -> SetReady -> Shutdown. Until
 // SetReady, /health answers 503 and generation routes 503.
@@ -19,6 +21,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "server/http_server.h"
 #include "server/request_parse.h"
 #include "server/served_model.h"
 
@@ -29,10 +32,9 @@ struct ServerOptions {
   int port = 30000;           // 0: any free port (see Server::port)
   std::string api_key;        // non-empty: every route but /health needs "Bearer KEY"
   std::string default_model;  // "": the first model added
-  size_t max_body_bytes = size_t{32} << 20;
-  int http_threads = 1024;  // concurrent connections served; more wait for a worker
+  HttpLimits http;            // transport limits and deadlines (http_server.h)
   std::chrono::milliseconds shutdown_timeout{30000};
-  std::chrono::milliseconds disconnect_poll{20};  // heartbeat period while waiting on the engine
+  std::chrono::milliseconds disconnect_poll{20};  // client-gone check while waiting on the engine
   RequestLimits limits;
   bool webui = true;  // the status + playground page at / (webui.h); --no-webui turns it off
 };

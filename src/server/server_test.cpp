@@ -13,6 +13,7 @@
 #include <httplib.h>
 
 #include <cstring>
+#include <functional>
 #include <new>
 #include <thread>
 #include <utility>
@@ -259,7 +260,7 @@ TEST(Server, NativeRoutes) {
 
 TEST(Server, ErrorClasses) {
   ServerOptions o;
-  o.max_body_bytes = 4096;
+  o.http.max_body_bytes = 4096;
   Harness h("46", o);
   auto check = [&](const std::string& path, const std::string& body, int status,
                    const std::string& param) {
@@ -356,8 +357,9 @@ TEST(Server, QueueFullIs429WithRetryAfter) {
   slow.join();
 }
 
-// Opens a raw connection, sends a streaming request, reads a little and hangs up.
-void StreamAndHangUp(int port, const std::string& body) {
+// Opens a raw connection, sends a request, waits for `started` (a streamed response's first
+// bytes; a non-streamed one sends nothing before its result) and hangs up.
+void StreamAndHangUp(int port, const std::string& body, const std::function<bool()>& started) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -369,8 +371,9 @@ void StreamAndHangUp(int port, const std::string& body) {
       "Content-Length: " +
       std::to_string(body.size()) + "\r\n\r\n" + body;
   ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
-  char buf[512];
-  ASSERT_GT(read(fd, buf, sizeof(buf)), 0);
+  for (int i = 0; i < 2000 && !started(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   close(fd);
 }
 
@@ -380,8 +383,11 @@ TEST(Server, DisconnectAbortsWithinASoonStep) {
     const int64_t before = h.shared->aborted;
     StreamAndHangUp(
         h.server->port(),
-        Json{{"prompt", "1"}, {"max_tokens", 400}, {"ignore_eos", true}, {"stream", stream}}
-            .dump());
+        Json{{"prompt", "1"}, {"max_tokens", 400}, {"ignore_eos", true}, {"stream", stream}}.dump(),
+        [&] {
+          std::lock_guard<std::mutex> lock(h.shared->mu);
+          return h.shared->generated > 0 && h.shared->active > 0;
+        });
     const auto t0 = std::chrono::steady_clock::now();
     while (h.shared->aborted == before &&
            std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)) {
