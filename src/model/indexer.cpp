@@ -5,6 +5,9 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/attention_kernels.h"
+#include "model/scratch.h"
+
 namespace mx {
 
 namespace {
@@ -20,6 +23,18 @@ void LayerNorm(float* x, const float* w, const float* b, float eps, int64_t n) {
   var /= static_cast<float>(n);
   const float inv = 1.0f / std::sqrt(var + eps);
   for (int64_t i = 0; i < n; ++i) x[i] = (x[i] - mu) * inv * w[i] + b[i];
+}
+
+struct IndexerScratch {
+  std::vector<float> panels;          // [S / 16, Di, 16] the group's keys
+  std::vector<float> key;             // [Di]
+  std::vector<float> scores;          // [workers, S]
+  std::vector<int32_t> topk_scratch;  // [workers, TopKSetScratch(S)]
+};
+
+IndexerScratch& IndexerBuffers() {
+  static thread_local IndexerScratch s;
+  return s;
 }
 
 }  // namespace
@@ -52,37 +67,46 @@ void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer
     }
   }
   const float dot_scale = 1.0f / std::sqrt(static_cast<float>(Di));
-  std::vector<float> scores;
-  std::vector<float> keys;  // [p+1, Di] cached keys of the current group
+  IndexerScratch& s = IndexerBuffers();
   for (const RowGroup& g : ctx.groups) {
-    int64_t n_keys = 0;
+    // Rows whose context fits in K take all of 0..p; the rest are scored against the group's
+    // keys, read once into panels (attention_kernels.h: [Di, 16] per 16 positions).
+    int64_t first_scored = g.end;
     for (int64_t r = g.begin; r < g.end; ++r) {
-      const int64_t p = ctx.pos[r], n = std::min<int64_t>(K, p + 1);
+      const int64_t p = ctx.pos[r];
       int32_t* out = topk + r * K;
       std::fill(out, out + K, -1);
-      if (n == p + 1) {
+      if (p + 1 <= K) {
         for (int64_t t = 0; t <= p; ++t) out[t] = static_cast<int32_t>(t);
-        continue;
+      } else {
+        first_scored = std::min(first_scored, r);
       }
-      scores.assign(p + 1, 0.0f);
-      keys.resize((p + 1) * Di);
-      for (; n_keys <= p; ++n_keys) {
-        ctx.kv.ReadIndexerKeyRow(g.seq, layer, n_keys, keys.data() + n_keys * Di);
-      }
-      for (int64_t t = 0; t <= p; ++t) {
-        const float* kt = keys.data() + t * Di;
-        float s = 0.0f;
-        for (int64_t h = 0; h < Hi; ++h) {
-          const float* qh = qi.data() + (r * Hi + h) * Di;
-          float d = 0.0f;
-          for (int64_t i = 0; i < Di; ++i) d += qh[i] * kt[i];
-          s += hw[r * Hi + h] * std::max(d * dot_scale, 0.0f);
-        }
-        scores[t] = s;
-      }
-      ctx.kt.topk(scores.data(), p + 1, n, out);
-      std::sort(out, out + n);
     }
+    if (first_scored == g.end) continue;
+    const int64_t S = ctx.pos[g.end - 1] + 1;
+    float* panels = Grow(s.panels, IndexerPanelFloats(S, Di));
+    float* key = Grow(s.key, Di);
+    for (int64_t t = 0; t < S; ++t) {
+      if (t % kIndexerPanel == 0) {  // zero each panel first: its lanes past S stay 0
+        std::fill(panels + IndexerPanelIndex(t, 0, Di),
+                  panels + IndexerPanelIndex(t, 0, Di) + kIndexerPanel * Di, 0.0f);
+      }
+      ctx.kv.ReadIndexerKeyRow(g.seq, layer, t, key);
+      for (int64_t d = 0; d < Di; ++d) panels[IndexerPanelIndex(t, d, Di)] = key[d];
+    }
+    const int workers = ctx.pool.size();
+    float* scores = Grow(s.scores, workers * S);
+    int32_t* tk_scratch = Grow(s.topk_scratch, workers * TopKSetScratch(S));
+    ctx.pool.parallel_for(first_scored, g.end, [&](int64_t lo, int64_t hi, int worker) {
+      float* sc = scores + worker * S;
+      int32_t* ts = tk_scratch + worker * TopKSetScratch(S);
+      for (int64_t r = lo; r < hi; ++r) {
+        const int64_t n = ctx.pos[r] + 1;
+        ctx.kt.indexer_scores(qi.data() + r * Hi * Di, hw.data() + r * Hi, Hi, Di, panels, n,
+                              dot_scale, sc);
+        ctx.kt.topk_set(sc, n, K, topk + r * K, ts);
+      }
+    });
   }
 }
 

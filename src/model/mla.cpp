@@ -1,29 +1,57 @@
 // MLA attention, expanded and absorbed forms (see mla.h).
+//
+// Per sequence the query rows split in two: the rows whose context fits in index_topk (or all,
+// under dense attention) attend every earlier position, the rest attend only their DSA top-k
+// set. Positions ascend, so the dense rows are a prefix of the group.
+//   dense rows:  expanded or absorbed, whichever costs fewer FLOPs (DenseCost): expanded
+//                decompresses every attended row through kv_b once for all of the chunk's
+//                queries, absorbed moves each query into latent space instead; a small chunk
+//                after a long cached context (decode, chunked prefill) is cheaper absorbed.
+//   sparse rows: absorbed (MQA: all heads of a query share its selected latent rows, read once;
+//                expanded would read H separate decompressed rows per selected key and query).
+// Either way only the rows some query attends are read (and, expanded, decompressed).
+// The inner loops are the attend_rows kernel over row-pointer arrays, split over the pool by
+// (query tile, head) or (query, head block); buffers come from a per-thread scratch that grows
+// to the largest call (nothing is allocated per call after warm-up).
 #include "model/mla.h"
 
+#include <algorithm>
+#include <limits>
+#include <tuple>
 #include <vector>
 
 #include "base/check.h"
+#include "model/scratch.h"
 
 namespace mx {
 
 namespace {
 
-// The key positions row r attends to: its top-k set, or every t <= pos.
-std::vector<int64_t> Selection(const LayerContext& ctx, const int32_t* topk, int64_t r) {
-  std::vector<int64_t> sel;
-  const int64_t p = ctx.pos[r];
-  if (topk == nullptr || ctx.opts.dense_attention) {
-    for (int64_t t = 0; t <= p; ++t) sel.push_back(t);
-    return sel;
-  }
-  const int32_t* row = topk + r * ctx.c.index_topk;
-  for (int64_t i = 0; i < ctx.c.index_topk; ++i) {
-    if (row[i] < 0) continue;
-    MX_CHECK_LE(row[i], p);
-    sel.push_back(row[i]);
-  }
-  return sel;
+// Queries per expanded task (one head's rows over a shared causal prefix).
+constexpr int64_t kQueryTile = 16;
+
+struct MlaScratch {
+  std::vector<float> o;           // [T, H·Dv]
+  std::vector<float> kv;          // [T, Rkv+Dr] MlaProject
+  std::vector<float> rows;        // [U, Rkv+Dr] read cache rows
+  std::vector<float> lat;         // [U, Rkv] expanded: the latents to decompress
+  std::vector<float> kvb;         // [U, H, Dn+Dv] expanded: decompressed rows
+  std::vector<float> qn;          // [m, Dn]
+  std::vector<float> q_lat;       // [H, m, Rkv]
+  std::vector<float> o_lat;       // [H, m, Rkv]
+  std::vector<float> oh;          // [m, Dv]
+  std::vector<int32_t> slot;      // [S] position → row in `rows`, −1 when not read
+  std::vector<int64_t> read;      // [U] positions read
+  std::vector<const float*> ptr;  // shared key pointers (absorbed dense: lat / pe)
+  // Per worker: kernel scratch, three pointer arrays and the rows' limits.
+  std::vector<float> w_scratch;
+  std::vector<const float*> w_ptr;
+  std::vector<int64_t> w_lim;
+};
+
+MlaScratch& MlaBuffers() {
+  static thread_local MlaScratch s;
+  return s;
 }
 
 // The kernels for the products with kv_b_proj. note: they take their activations exactly
@@ -35,7 +63,58 @@ const KernelTable& KvBKernels(const LayerContext& ctx) {
   return WithGemmActivations(ctx.kt, GemmActivations::kFp32);
 }
 
-bool UseAbsorbed(const LayerContext& ctx, const RowGroup& g) {
+bool IsSparse(const LayerContext& ctx, const int32_t* topk, int64_t r) {
+  return topk != nullptr && !ctx.opts.dense_attention && ctx.pos[r] + 1 > ctx.c.index_topk;
+}
+
+// Calls fn(i) for every selected position of sparse row r, ascending.
+template <typename Fn>
+void ForSelected(const LayerContext& ctx, const int32_t* topk, int64_t r, Fn fn) {
+  const int32_t* row = topk + r * ctx.c.index_topk;
+  for (int64_t i = 0; i < ctx.c.index_topk; ++i) {
+    if (row[i] < 0) continue;
+    MX_CHECK_LE(row[i], ctx.pos[r]);
+    fn(static_cast<int64_t>(row[i]));
+  }
+}
+
+// Reads the cache rows rows [r0, r1) attend (dense: 0..pos[r1-1]; sparse: the union of their
+// selections) into s.rows, with s.slot mapping position → row. Returns how many were read.
+int64_t ReadAttendedRows(const LayerContext& ctx, int64_t seq, int64_t layer, int64_t r0,
+                         int64_t r1, bool sparse, const int32_t* topk, MlaScratch& s) {
+  const int64_t W = ctx.c.kv_lora_rank + ctx.c.qk_rope_head_dim, S = ctx.pos[r1 - 1] + 1;
+  int32_t* slot = Grow(s.slot, S);
+  int64_t* read = Grow(s.read, S);
+  int64_t u = 0;
+  if (!sparse) {
+    for (int64_t t = 0; t < S; ++t) slot[t] = static_cast<int32_t>(t), read[u++] = t;
+  } else {
+    std::fill(slot, slot + S, -1);
+    for (int64_t r = r0; r < r1; ++r) ForSelected(ctx, topk, r, [&](int64_t t) { slot[t] = 0; });
+    for (int64_t t = 0; t < S; ++t) {
+      if (slot[t] == 0) slot[t] = static_cast<int32_t>(u), read[u++] = t;
+    }
+  }
+  float* rows = Grow(s.rows, u * W);
+  for (int64_t i = 0; i < u; ++i) ctx.kv.ReadMlaRow(seq, layer, read[i], rows + i * W);
+  return u;
+}
+
+// FLOPs (multiply-adds) of the dense rows [r0, r1) in each form.
+int64_t DenseCost(const LayerContext& ctx, int64_t heads, int64_t r0, int64_t r1, bool absorbed) {
+  const ModelConfig& c = ctx.c;
+  const int64_t Rkv = c.kv_lora_rank, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim,
+                Dv = c.v_head_dim;
+  int64_t keys = 0;  // Σ attended keys over the rows
+  for (int64_t r = r0; r < r1; ++r) keys += ctx.pos[r] + 1;
+  if (absorbed) {  // q into latent, o out of it, MQA over [latent | k_pe] with latent values
+    return heads * ((r1 - r0) * Rkv * (Dn + Dv) + keys * (2 * Rkv + Dr));
+  }
+  const int64_t S = ctx.pos[r1 - 1] + 1;  // decompress every key once, then MHA
+  return heads * (S * Rkv * (Dn + Dv) + keys * (Dn + Dr + Dv));
+}
+
+bool UseAbsorbed(const LayerContext& ctx, int64_t heads, int64_t r0, int64_t r1, bool sparse) {
   switch (ctx.opts.mla_form) {
     case MlaForm::kExpanded:
       return false;
@@ -44,106 +123,159 @@ bool UseAbsorbed(const LayerContext& ctx, const RowGroup& g) {
     case MlaForm::kAuto:
       break;
   }
-  // note: the expanded form decompresses every attended cache row through kv_b
-  // (kv_lora_rank·H·(Dn+Dv) per row) once for all queries; the absorbed one costs about
-  // H·(2·kv_lora_rank + Dr) per query and row. Few queries (decode, speculative verify) are
-  // cheaper absorbed; take it while under half the crossover.
-  const ModelConfig& c = ctx.c;
-  const int64_t expanded = c.kv_lora_rank * (c.qk_nope_head_dim + c.v_head_dim);
-  const int64_t absorbed = 2 * c.kv_lora_rank + c.qk_rope_head_dim;
-  return (g.end - g.begin) * absorbed * 2 <= expanded;
+  if (sparse) return true;
+  return DenseCost(ctx, heads, r0, r1, true) < DenseCost(ctx, heads, r0, r1, false);
 }
 
-// Expanded form (§3.4) for the rows of one sequence; writes o [rows, H·Dv].
+// Worker buffers: kernel scratch for m rows, 3 pointer arrays of n, m limits.
+struct WorkerBufs {
+  float* scratch;
+  const float** ka;
+  const float** kb;
+  const float** v;
+  int64_t* lim;
+};
+
+WorkerBufs Worker(MlaScratch& s, int worker, int64_t m, int64_t n) {
+  const int64_t fs = AttendRowsScratch(m);
+  return {s.w_scratch.data() + worker * fs, s.w_ptr.data() + worker * 3 * n,
+          s.w_ptr.data() + worker * 3 * n + n, s.w_ptr.data() + worker * 3 * n + 2 * n,
+          s.w_lim.data() + worker * m};
+}
+
+void ReserveWorkers(MlaScratch& s, int workers, int64_t m, int64_t n) {
+  Grow(s.w_scratch, workers * AttendRowsScratch(m));
+  Grow(s.w_ptr, workers * 3 * n);
+  Grow(s.w_lim, workers * m);
+}
+
+// Expanded form (§3.4) for rows [r0, r1) of group g; o [rows, H·Dv] holds row r0 first.
 void AttendExpanded(const LayerContext& ctx, const AttentionWeights& w, int64_t layer,
-                    const RowGroup& g, const float* q, const int32_t* topk, float* o) {
+                    const RowGroup& g, int64_t r0, int64_t r1, bool sparse, const float* q,
+                    const int32_t* topk, float* o) {
   const ModelConfig& c = ctx.c;
   const int64_t H = w.heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim, Dv = c.v_head_dim,
-                Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv;
-  const int64_t S = ctx.pos[g.end - 1] + 1;  // cached keys needed by this group
-  std::vector<float> lat(S * Rkv);           // [S, Rkv]
-  std::vector<float> kpe_rows(S * Dr);       // [S, Dr]
-  std::vector<const float*> kpe(S);          // [S] → [Dr]
-  std::vector<float> row(Rkv + Dr);
-  for (int64_t t = 0; t < S; ++t) {
-    ctx.kv.ReadMlaRow(g.seq, layer, t, row.data());
-    std::copy(row.begin(), row.begin() + Rkv, lat.data() + t * Rkv);
-    std::copy(row.begin() + Rkv, row.end(), kpe_rows.data() + t * Dr);
-    kpe[t] = kpe_rows.data() + t * Dr;
-  }
-  std::vector<float> kvb(S * H * Dkv);  // [S, H, Dn+Dv]: k_nope | v per head
-  Linear(KvBKernels(ctx), ctx.pool, lat.data(), S, w.kv_b_proj, kvb.data());
+                Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv, W = Rkv + Dr;
+  MlaScratch& s = MlaBuffers();
+  const int64_t U = ReadAttendedRows(ctx, g.seq, layer, r0, r1, sparse, topk, s);
+  float* lat = Grow(s.lat, U * Rkv);  // [U, Rkv]
+  for (int64_t i = 0; i < U; ++i) std::copy_n(s.rows.data() + i * W, Rkv, lat + i * Rkv);
+  float* kvb = Grow(s.kvb, U * H * Dkv);  // [U, H, Dn+Dv]: k_nope | v per head
+  Linear(KvBKernels(ctx), ctx.pool, lat, U, w.kv_b_proj, kvb);
   const float scale = static_cast<float>(c.softmax_scale());
-  std::vector<float> s;
-  std::vector<const float*> kn, kr, v;
-  for (int64_t r = g.begin; r < g.end; ++r) {
-    const std::vector<int64_t> sel = Selection(ctx, topk, r);
-    const int64_t n = static_cast<int64_t>(sel.size());
-    s.resize(n);
-    kn.resize(n);
-    kr.resize(n);
-    v.resize(n);
-    for (int64_t h = 0; h < H; ++h) {
-      const float* qh = q + (r * H + h) * Dq;  // [Dn | Dr]
-      for (int64_t i = 0; i < n; ++i) {
-        kn[i] = kvb.data() + (sel[i] * H + h) * Dkv;
-        kr[i] = kpe[sel[i]];
-        v[i] = kn[i] + Dn;
+  const float* rows = s.rows.data();
+  const int32_t* slot = s.slot.data();
+  const int64_t m = r1 - r0;
+  if (!sparse) {
+    // Tasks (query tile, head), tiles in zig-zag order (early tiles attend fewer keys), so any
+    // contiguous split of the tasks is balanced.
+    const int64_t n_tiles = (m + kQueryTile - 1) / kQueryTile;
+    ReserveWorkers(s, ctx.pool.size(), kQueryTile, U);
+    ctx.pool.parallel_for(0, n_tiles * H, [&](int64_t lo, int64_t hi, int worker) {
+      const WorkerBufs b = Worker(s, worker, kQueryTile, U);
+      for (int64_t task = lo; task < hi; ++task) {
+        const int64_t z = task / H, h = task % H;
+        const int64_t tile = z % 2 == 0 ? z / 2 : n_tiles - 1 - z / 2;
+        const int64_t i0 = tile * kQueryTile, i1 = std::min(m, i0 + kQueryTile);
+        const int64_t n = ctx.pos[r0 + i1 - 1] + 1;
+        for (int64_t t = 0; t < n; ++t) {
+          b.ka[t] = kvb + (t * H + h) * Dkv;
+          b.kb[t] = rows + t * W + Rkv;
+          b.v[t] = b.ka[t] + Dn;
+        }
+        for (int64_t i = i0; i < i1; ++i) b.lim[i - i0] = ctx.pos[r0 + i] + 1;
+        const float* qh = q + ((r0 + i0) * H + h) * Dq;
+        ctx.kt.attend_rows(qh, H * Dq, qh + Dn, H * Dq, i1 - i0, Dn, Dr, b.ka, b.kb, b.v, Dv, n,
+                           b.lim, scale, b.scratch, o + (i0 * H + h) * Dv, H * Dv);
       }
-      ctx.kt.attend(qh, qh + Dn, Dn, Dr, kn.data(), kr.data(), v.data(), Dv, n, scale, s.data(),
-                    o + ((r - g.begin) * H + h) * Dv);
-    }
+    });
+    return;
   }
+  // Sparse rows one (query, head) at a time over the query's own selection.
+  ReserveWorkers(s, ctx.pool.size(), 1, c.index_topk);
+  ctx.pool.parallel_for(0, m * H, [&](int64_t lo, int64_t hi, int worker) {
+    const WorkerBufs b = Worker(s, worker, 1, c.index_topk);
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t i = task / H, h = task % H;
+      int64_t n = 0;
+      ForSelected(ctx, topk, r0 + i, [&](int64_t t) {
+        const int64_t u = slot[t];
+        b.ka[n] = kvb + (u * H + h) * Dkv;
+        b.kb[n] = rows + u * W + Rkv;
+        b.v[n] = b.ka[n] + Dn;
+        ++n;
+      });
+      const float* qh = q + ((r0 + i) * H + h) * Dq;
+      ctx.kt.attend_rows(qh, Dq, qh + Dn, Dq, 1, Dn, Dr, b.ka, b.kb, b.v, Dv, n, nullptr, scale,
+                         b.scratch, o + (i * H + h) * Dv, Dv);
+    }
+  });
 }
 
-// Absorbed form (§3.5) for the rows of one sequence; writes o [rows, H·Dv].
-// note: W_UK[h]ᵀ·q_nope is a transposed product the kernel table has no entry for yet; it is a
-// plain loop here (a decode-speed kernel will want W_UK pre-transposed).
+// Absorbed form (§3.5) for rows [r0, r1) of group g; o [rows, H·Dv] holds row r0 first.
 void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t layer,
-                    const RowGroup& g, const float* q, const int32_t* topk, float* o) {
+                    const RowGroup& g, int64_t r0, int64_t r1, bool sparse, const float* q,
+                    const int32_t* topk, float* o) {
   const ModelConfig& c = ctx.c;
   const int64_t H = w.heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim, Dv = c.v_head_dim,
-                Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv;
-  const int64_t m = g.end - g.begin;
+                Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv, W = Rkv + Dr;
+  MlaScratch& s = MlaBuffers();
+  const int64_t m = r1 - r0;
   const float scale = static_cast<float>(c.softmax_scale());
-  // q_lat[h] [m, Rkv] = q_nope[h] [m, Dn] · W_UK[h], one GEMM per head over the group's rows.
-  std::vector<float> qn(m * Dn), q_lat(H * m * Rkv), o_lat(H * m * Rkv), s;
-  std::vector<const float*> lat, pe;
+  // q_lat[h] [m, Rkv] = q_nope[h] [m, Dn] · W_UK[h], one GEMM per head over the rows.
+  float* qn = Grow(s.qn, m * Dn);
+  float* q_lat = Grow(s.q_lat, H * m * Rkv);
+  float* o_lat = Grow(s.o_lat, H * m * Rkv);
   for (int64_t h = 0; h < H; ++h) {
-    for (int64_t i = 0; i < m; ++i) {
-      std::copy_n(q + ((g.begin + i) * H + h) * Dq, Dn, qn.data() + i * Dn);
-    }
-    Linear(KvBKernels(ctx), ctx.pool, qn.data(), m, w.kv_b_uk_t.Rows(h * Rkv, Rkv),
-           q_lat.data() + h * m * Rkv);
+    for (int64_t i = 0; i < m; ++i) std::copy_n(q + ((r0 + i) * H + h) * Dq, Dn, qn + i * Dn);
+    Linear(KvBKernels(ctx), ctx.pool, qn, m, w.kv_b_uk_t.Rows(h * Rkv, Rkv), q_lat + h * m * Rkv);
   }
-  for (int64_t r = g.begin; r < g.end; ++r) {
-    const int64_t i = r - g.begin;
-    const std::vector<int64_t> sel = Selection(ctx, topk, r);
-    std::vector<float> row_data(sel.size() * (Rkv + Dr));  // [sel, Rkv+Dr]
-    for (size_t t = 0; t < sel.size(); ++t) {
-      ctx.kv.ReadMlaRow(g.seq, layer, sel[t], row_data.data() + t * (Rkv + Dr));
-    }
-    const int64_t n = static_cast<int64_t>(sel.size());
-    s.resize(n);
-    lat.resize(n);
-    pe.resize(n);
-    for (int64_t t = 0; t < n; ++t) {  // keys [latent | k_pe], values the latent
-      lat[t] = row_data.data() + t * (Rkv + Dr);
-      pe[t] = lat[t] + Rkv;
-    }
-    for (int64_t h = 0; h < H; ++h) {
-      const float* qh = q + (r * H + h) * Dq;
-      const float* ql = q_lat.data() + (h * m + i) * Rkv;
-      ctx.kt.attend(ql, qh + Dn, Rkv, Dr, lat.data(), pe.data(), lat.data(), Rkv, n, scale,
-                    s.data(), o_lat.data() + (h * m + i) * Rkv);
-    }
+  const int64_t U = ReadAttendedRows(ctx, g.seq, layer, r0, r1, sparse, topk, s);
+  const float* rows = s.rows.data();
+  const int32_t* slot = s.slot.data();
+  // Keys [latent | k_pe], values the latent. Dense rows share the key pointers.
+  const int64_t n_max = sparse ? c.index_topk : U;
+  const float** shared = Grow(s.ptr, 2 * U);
+  for (int64_t t = 0; !sparse && t < U; ++t) {
+    shared[t] = rows + t * W;
+    shared[U + t] = shared[t] + Rkv;
   }
+  // Tasks (query, head block): all H heads of a query share its keys; few queries split the
+  // heads so every worker has work.
+  const int64_t workers = ctx.pool.size();
+  const int64_t n_blocks = m >= 2 * workers ? 1 : std::min<int64_t>(H, (2 * workers + m - 1) / m);
+  const int64_t hb = (H + n_blocks - 1) / n_blocks;
+  ReserveWorkers(s, ctx.pool.size(), hb, n_max);
+  ctx.pool.parallel_for(0, m * n_blocks, [&](int64_t lo, int64_t hi, int worker) {
+    const WorkerBufs b = Worker(s, worker, hb, n_max);
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t i = task / n_blocks, h0 = (task % n_blocks) * hb, h1 = std::min(H, h0 + hb);
+      if (h0 >= h1) continue;
+      int64_t n = 0;
+      const float* const* ka = shared;
+      const float* const* kb = shared + U;
+      if (sparse) {
+        ForSelected(ctx, topk, r0 + i, [&](int64_t t) {
+          b.ka[n] = rows + slot[t] * W;
+          b.kb[n] = b.ka[n] + Rkv;
+          ++n;
+        });
+        ka = b.ka;
+        kb = b.kb;
+      } else {
+        n = ctx.pos[r0 + i] + 1;
+      }
+      const float* qb = q + ((r0 + i) * H + h0) * Dq + Dn;
+      ctx.kt.attend_rows(q_lat + (h0 * m + i) * Rkv, m * Rkv, qb, Dq, h1 - h0, Rkv, Dr, ka, kb, ka,
+                         Rkv, n, nullptr, scale, b.scratch, o_lat + (h0 * m + i) * Rkv, m * Rkv);
+    }
+  });
   // o[h] [m, Dv] = o_lat[h] · W_UVᵀ, one GEMM per head.
-  std::vector<float> oh(m * Dv);
+  float* oh = Grow(s.oh, m * Dv);
   for (int64_t h = 0; h < H; ++h) {
-    Linear(KvBKernels(ctx), ctx.pool, o_lat.data() + h * m * Rkv, m,
-           w.kv_b_proj.Rows(h * Dkv + Dn, Dv), oh.data());
-    for (int64_t i = 0; i < m; ++i) std::copy_n(oh.data() + i * Dv, Dv, o + (i * H + h) * Dv);
+    Linear(KvBKernels(ctx), ctx.pool, o_lat + h * m * Rkv, m, w.kv_b_proj.Rows(h * Dkv + Dn, Dv),
+           oh);
+    for (int64_t i = 0; i < m; ++i) std::copy_n(oh + i * Dv, Dv, o + (i * H + h) * Dv);
   }
 }
 
@@ -165,16 +297,14 @@ void MlaProject(const LayerContext& ctx, const AttentionWeights& w, int64_t laye
       ctx.kt.rope(q + (r * H + h) * Dq + Dn, Dr, ctx.cos(r), ctx.sin(r), c.rope_interleave);
     }
   }
-  std::vector<float> kv(T * (Rkv + Dr));  // [T, Rkv+Dr]
-  Linear(ctx.kt, ctx.pool, a, T, w.kv_a_proj_with_mqa, kv.data());
-  std::vector<float> row(Rkv + Dr);  // [latent c | k_pe]
+  float* kv = Grow(MlaBuffers().kv, T * (Rkv + Dr));  // [T, Rkv+Dr] → [latent c | k_pe] in place
+  Linear(ctx.kt, ctx.pool, a, T, w.kv_a_proj_with_mqa, kv);
   for (const RowGroup& g : ctx.groups) {
     for (int64_t r = g.begin; r < g.end; ++r) {
-      const float* src = kv.data() + r * (Rkv + Dr);
-      ctx.kt.rms_norm(src, w.kv_a_layernorm.data(), eps, Rkv, row.data());
-      std::copy(src + Rkv, src + Rkv + Dr, row.data() + Rkv);
-      ctx.kt.rope(row.data() + Rkv, Dr, ctx.cos(r), ctx.sin(r), c.rope_interleave);
-      ctx.kv.WriteMlaRow(g.seq, layer, ctx.pos[r], row.data());
+      float* row = kv + r * (Rkv + Dr);
+      ctx.kt.rms_norm(row, w.kv_a_layernorm.data(), eps, Rkv, row);
+      ctx.kt.rope(row + Rkv, Dr, ctx.cos(r), ctx.sin(r), c.rope_interleave);
+      ctx.kv.WriteMlaRow(g.seq, layer, ctx.pos[r], row);
     }
   }
 }
@@ -183,16 +313,23 @@ void MlaAttend(const LayerContext& ctx, const AttentionWeights& w, int64_t layer
                const int32_t* topk, float* out) {
   const ModelConfig& c = ctx.c;
   const int64_t T = ctx.rows(), H = w.heads, Dv = c.v_head_dim;
-  std::vector<float> o(T * H * Dv, std::numeric_limits<float>::quiet_NaN());  // [T, H·Dv]
+  float* o = Grow(MlaBuffers().o, T * H * Dv);  // [T, H·Dv]
+  std::fill(o, o + T * H * Dv, std::numeric_limits<float>::quiet_NaN());
   for (const RowGroup& g : ctx.groups) {
-    float* og = o.data() + g.begin * H * Dv;
-    if (UseAbsorbed(ctx, g)) {
-      AttendAbsorbed(ctx, w, layer, g, q, topk, og);
-    } else {
-      AttendExpanded(ctx, w, layer, g, q, topk, og);
+    int64_t split = g.begin;  // first sparse row
+    while (split < g.end && !IsSparse(ctx, topk, split)) ++split;
+    for (const auto& [r0, r1, sparse] :
+         {std::tuple{g.begin, split, false}, std::tuple{split, g.end, true}}) {
+      if (r0 == r1) continue;
+      float* og = o + r0 * H * Dv;
+      if (UseAbsorbed(ctx, H, r0, r1, sparse)) {
+        AttendAbsorbed(ctx, w, layer, g, r0, r1, sparse, q, topk, og);
+      } else {
+        AttendExpanded(ctx, w, layer, g, r0, r1, sparse, q, topk, og);
+      }
     }
   }
-  Linear(ctx.kt, ctx.pool, o.data(), T, w.o_proj, out);  // [T, D]
+  Linear(ctx.kt, ctx.pool, o, T, w.o_proj, out);  // [T, D]
 }
 
 }  // namespace mx
