@@ -34,8 +34,8 @@ inline constexpr int64_t TopKSetScratch(int64_t n) { return n + 2048; }
 using AttendRowsFn = void (*)(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb,
                               int64_t m, int64_t da, int64_t db, const float* const* ka,
                               const float* const* kb, const float* const* v, int64_t dv, int64_t n,
-                              const int64_t* lim, float scale, float* scratch, float* out,
-                              int64_t ldo);
+                              const int64_t* lim, const uint64_t* mask, int64_t ldm, float scale,
+                              float* scratch, float* out, int64_t ldo);
 using IndexerScoresFn = void (*)(const float* q, const float* w, int64_t hi, int64_t di,
                                  const float* panels, int64_t n, float scale, float* out);
 using TopKSetFn = void (*)(const float* scores, int64_t n, int64_t k, int32_t* out,
@@ -44,8 +44,8 @@ using TopKSetFn = void (*)(const float* scores, int64_t n, int64_t k, int32_t* o
 namespace ref {
 void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m, int64_t da,
                 int64_t db, const float* const* ka, const float* const* kb, const float* const* v,
-                int64_t dv, int64_t n, const int64_t* lim, float scale, float* scratch, float* out,
-                int64_t ldo);
+                int64_t dv, int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
+                float scale, float* scratch, float* out, int64_t ldo);
 void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,
                    int64_t n, float scale, float* out);
 // The slow twin of topk_set: a partial sort, then the set sorted by position.
@@ -60,8 +60,8 @@ void RadixTopKSet(const float* scores, int64_t n, int64_t k, int32_t* out, int32
 namespace avx2 {
 void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m, int64_t da,
                 int64_t db, const float* const* ka, const float* const* kb, const float* const* v,
-                int64_t dv, int64_t n, const int64_t* lim, float scale, float* scratch, float* out,
-                int64_t ldo);
+                int64_t dv, int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
+                float scale, float* scratch, float* out, int64_t ldo);
 void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,
                    int64_t n, float scale, float* out);
 }  // namespace avx2
@@ -69,8 +69,8 @@ void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const
 namespace avx512 {
 void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m, int64_t da,
                 int64_t db, const float* const* ka, const float* const* kb, const float* const* v,
-                int64_t dv, int64_t n, const int64_t* lim, float scale, float* scratch, float* out,
-                int64_t ldo);
+                int64_t dv, int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
+                float scale, float* scratch, float* out, int64_t ldo);
 void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,
                    int64_t n, float scale, float* out);
 }  // namespace avx512

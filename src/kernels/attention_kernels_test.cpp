@@ -40,6 +40,7 @@ std::vector<const KernelTable*> Levels() {
 struct RowsCase {
   int64_t m, da, db, dv, n;
   bool causal;  // lim[i] = n - m + i + 1 (a chunk's queries over its prefix), else lim = n
+  bool masked;  // each row attends a random ~40% of its keys (always key 0)
 };
 
 // One case: m rows (qa, qb interleaved at a stride wider than da + db), keys scattered in a
@@ -47,10 +48,13 @@ struct RowsCase {
 TEST(AttentionKernels, AttendRowsMatchesFloat64AtEveryLevel) {
   const uint32_t seed = FreshSeed();
   std::mt19937 rng(seed);
-  for (const RowsCase& c :
-       {RowsCase{16, 512, 64, 512, 300, false}, RowsCase{37, 192, 64, 128, 200, true},
-        RowsCase{5, 20, 7, 21, 70, true}, RowsCase{3, 33, 1, 65, 129, false},
-        RowsCase{1, 1, 1, 1, 1, false}, RowsCase{9, 16, 16, 16, 9, true}}) {
+  const RowsCase cases[] = {
+      {16, 512, 64, 512, 300, false, false}, {37, 192, 64, 128, 200, true, false},
+      {5, 20, 7, 21, 70, true, false},       {3, 33, 1, 65, 129, false, false},
+      {1, 1, 1, 1, 1, false, false},         {9, 16, 16, 16, 9, true, false},
+      {37, 192, 64, 128, 300, true, true},   {16, 512, 64, 512, 200, false, true},
+      {4, 9, 3, 5, 130, true, true}};
+  for (const RowsCase& c : cases) {
     const int64_t ldq = c.da + c.db + 3, ldo = c.dv + 5, w = c.da + c.db + c.dv;
     const auto q = Randn(c.m * ldq, rng);
     const auto cache = Randn(c.n * 2 * w, rng);
@@ -63,18 +67,33 @@ TEST(AttentionKernels, AttendRowsMatchesFloat64AtEveryLevel) {
     }
     std::vector<int64_t> lim(c.m);
     for (int64_t i = 0; i < c.m; ++i) lim[i] = c.causal ? c.n - c.m + i + 1 : c.n;
+    const int64_t ldm = (c.n + 63) / 64 + 1;
+    std::vector<uint64_t> mask(c.m * ldm, 0);
+    std::bernoulli_distribution pick(0.4);
+    for (int64_t i = 0; i < c.m; ++i) {
+      for (int64_t t = 0; t < c.n; ++t) {
+        if (t == 0 || pick(rng)) mask[i * ldm + t / 64] |= uint64_t{1} << (t % 64);
+      }
+    }
+    auto on = [&](int64_t i, int64_t t) {
+      return !c.masked || (mask[i * ldm + t / 64] >> (t % 64) & 1) != 0;
+    };
     // float64 formula
     std::vector<double> want(c.m * c.dv);
     for (int64_t i = 0; i < c.m; ++i) {
       std::vector<double> p(lim[i]);
       double mx = -1e300, sum = 0;
       for (int64_t t = 0; t < lim[i]; ++t) {
+        if (!on(i, t)) {
+          p[t] = -1e300;
+          continue;
+        }
         double d = 0;
         for (int64_t j = 0; j < c.da; ++j) d += double(q[i * ldq + j]) * ka[t][j];
         for (int64_t j = 0; j < c.db; ++j) d += double(q[i * ldq + c.da + j]) * kb[t][j];
         mx = std::max(mx, p[t] = d * scale);
       }
-      for (auto& x : p) sum += (x = std::exp(x - mx));
+      for (auto& x : p) sum += (x = x == -1e300 ? 0.0 : std::exp(x - mx));
       for (int64_t t = 0; t < lim[i]; ++t) {
         for (int64_t d = 0; d < c.dv; ++d) want[i * c.dv + d] += p[t] / sum * v[t][d];
       }
@@ -83,8 +102,9 @@ TEST(AttentionKernels, AttendRowsMatchesFloat64AtEveryLevel) {
       std::vector<float> out(c.m * ldo, std::numeric_limits<float>::quiet_NaN());
       std::vector<float> scratch(AttendRowsScratch(c.m));
       kt->attend_rows(q.data(), ldq, q.data() + c.da, ldq, c.m, c.da, c.db, ka.data(), kb.data(),
-                      v.data(), c.dv, c.n, c.causal ? lim.data() : nullptr, scale, scratch.data(),
-                      out.data(), ldo);
+                      v.data(), c.dv, c.n, c.causal ? lim.data() : nullptr,
+                      c.masked ? mask.data() : nullptr, ldm, scale, scratch.data(), out.data(),
+                      ldo);
       double e = 0;
       for (int64_t i = 0; i < c.m; ++i) {
         for (int64_t d = 0; d < c.dv; ++d) {
@@ -96,7 +116,7 @@ TEST(AttentionKernels, AttendRowsMatchesFloat64AtEveryLevel) {
         }
       }
       EXPECT_LE(e, kRowsTol) << KernelLevelName(kt->level) << " m=" << c.m << " da=" << c.da
-                             << " n=" << c.n << " seed=" << seed;
+                             << " n=" << c.n << " masked=" << c.masked << " seed=" << seed;
     }
   }
 }
@@ -114,16 +134,29 @@ TEST(AttentionKernels, AttendRowsRowIsIndependentOfItsNeighbours) {
   }
   std::vector<int64_t> lim(m);
   for (int64_t i = 0; i < m; ++i) lim[i] = 1 + (i * 37) % n;
+  constexpr int64_t ldm = (n + 63) / 64;
+  std::vector<uint64_t> mask(m * ldm, 0);  // random ~half of the keys, always key 0
+  std::bernoulli_distribution pick(0.5);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t t = 0; t < n; ++t) {
+      if (t == 0 || pick(rng)) mask[i * ldm + t / 64] |= uint64_t{1} << (t % 64);
+    }
+  }
   for (const KernelTable* kt : Levels()) {
-    std::vector<float> all(m * dv), one(dv), scratch(AttendRowsScratch(m));
-    kt->attend_rows(q.data(), da + db, q.data() + da, da + db, m, da, db, ka.data(), kb.data(),
-                    v.data(), dv, n, lim.data(), 0.2f, scratch.data(), all.data(), dv);
-    for (int64_t i = 0; i < m; ++i) {
-      const float* qi = q.data() + i * (da + db);
-      kt->attend_rows(qi, da + db, qi + da, da + db, 1, da, db, ka.data(), kb.data(), v.data(), dv,
-                      lim[i], nullptr, 0.2f, scratch.data(), one.data(), dv);
-      EXPECT_EQ(one, std::vector<float>(all.begin() + i * dv, all.begin() + (i + 1) * dv))
-          << KernelLevelName(kt->level) << " row " << i << " seed=" << seed;
+    for (bool masked : {false, true}) {
+      std::vector<float> all(m * dv), one(dv), scratch(AttendRowsScratch(m));
+      kt->attend_rows(q.data(), da + db, q.data() + da, da + db, m, da, db, ka.data(), kb.data(),
+                      v.data(), dv, n, lim.data(), masked ? mask.data() : nullptr, ldm, 0.2f,
+                      scratch.data(), all.data(), dv);
+      for (int64_t i = 0; i < m; ++i) {
+        const float* qi = q.data() + i * (da + db);
+        kt->attend_rows(qi, da + db, qi + da, da + db, 1, da, db, ka.data(), kb.data(), v.data(),
+                        dv, lim[i], nullptr, masked ? mask.data() + i * ldm : nullptr, ldm, 0.2f,
+                        scratch.data(), one.data(), dv);
+        EXPECT_EQ(one, std::vector<float>(all.begin() + i * dv, all.begin() + (i + 1) * dv))
+            << KernelLevelName(kt->level) << " row " << i << " masked " << masked
+            << " seed=" << seed;
+      }
     }
   }
 }

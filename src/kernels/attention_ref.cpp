@@ -16,15 +16,19 @@ namespace ref {
 // Each row on its own: every score, one softmax, the weighted sum of values.
 void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m, int64_t da,
                 int64_t db, const float* const* ka, const float* const* kb, const float* const* v,
-                int64_t dv, int64_t n, const int64_t* lim, float scale, float* /*scratch*/,
-                float* out, int64_t ldo) {
+                int64_t dv, int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
+                float scale, float* /*scratch*/, float* out, int64_t ldo) {
   std::vector<float> s(n);
   for (int64_t i = 0; i < m; ++i) {
     const int64_t ni = lim == nullptr ? n : lim[i];
     const float* a = qa + i * ldqa;
     const float* b = qb + i * ldqb;
     float mx = -std::numeric_limits<float>::infinity();
+    auto on = [&](int64_t t) {
+      return mask == nullptr || (mask[i * ldm + t / 64] >> (t % 64) & 1);
+    };
     for (int64_t t = 0; t < ni; ++t) {
+      if (!on(t)) continue;
       float acc = 0.0f;
       for (int64_t d = 0; d < da; ++d) acc += a[d] * ka[t][d];
       for (int64_t d = 0; d < db; ++d) acc += b[d] * kb[t][d];
@@ -32,7 +36,7 @@ void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, in
       mx = std::max(mx, s[t]);
     }
     float sum = 0.0f;
-    for (int64_t t = 0; t < ni; ++t) sum += (s[t] = std::exp(s[t] - mx));
+    for (int64_t t = 0; t < ni; ++t) sum += (s[t] = on(t) ? std::exp(s[t] - mx) : 0.0f);
     float* o = out + i * ldo;
     std::fill(o, o + dv, 0.0f);
     for (int64_t t = 0; t < ni; ++t) {

@@ -293,14 +293,17 @@ std::string KernelSelfTest(const KernelTable& t) {
     }
     const std::vector<int64_t> lim = {1, 33, 64, 65, 70};
     std::vector<float> scratch(AttendRowsScratch(kRows));
-    if (!run2(
-            [&](const KernelTable& kt, std::vector<float>& y) {
-              kt.attend_rows(q.data(), da + db, q.data() + da, da + db, kRows, da, db, ka.data(),
-                             kb.data(), vv.data(), dv, kKeys, lim.data(), 2.0f, scratch.data(),
-                             y.data(), dv);
-            },
-            std::vector<float>(kRows * dv, nan), std::vector<float>(kRows * dv, nan))) {
-      return "attend_rows";
+    const std::vector<uint64_t> even(kRows * 2, 0x5555555555555555ull);  // keys 0, 2, 4, ...
+    for (const uint64_t* mask : {static_cast<const uint64_t*>(nullptr), even.data()}) {
+      if (!run2(
+              [&](const KernelTable& kt, std::vector<float>& y) {
+                kt.attend_rows(q.data(), da + db, q.data() + da, da + db, kRows, da, db, ka.data(),
+                               kb.data(), vv.data(), dv, kKeys, lim.data(), mask, 2, 2.0f,
+                               scratch.data(), y.data(), dv);
+              },
+              std::vector<float>(kRows * dv, nan), std::vector<float>(kRows * dv, nan))) {
+        return "attend_rows";
+      }
     }
   }
   {

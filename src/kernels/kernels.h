@@ -72,8 +72,10 @@ struct KernelTable {
   // nullptr: every t < n):
   //   s_t = scale · (qa_i·ka[t] + qb_i·kb[t]),  p = softmax(s),  out + i·ldo = Σ_t p_t · v[t][dv].
   // The rows are a query's heads over its selected rows (absorbed MLA: MQA) or one head's
-  // queries over a causal prefix (expanded MLA, lim = position + 1). `scratch` holds
-  // AttendRowsScratch(m) floats. REQUIRES: 1 <= lim[i] <= n; out does not alias the inputs.
+  // queries over a causal prefix (expanded MLA, lim = position + 1). With a mask, row i attends
+  // only the keys whose bit t (word t/64, bit t%64) of mask + i·ldm is set (DSA's top-k set
+  // over a dense prefix). `scratch` holds AttendRowsScratch(m) floats.
+  // REQUIRES: 1 <= lim[i] <= n; every row attends at least one key; out aliases no input.
   AttendRowsFn attend_rows = nullptr;
   // The DSA indexer's scores of one query over n keys in panels (attention_kernels.h):
   //   out[t] = Σ_h w[h] · max(scale · q[h, Di]·k_t, 0), heads summed in order.

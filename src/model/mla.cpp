@@ -1,15 +1,18 @@
 // MLA attention, expanded and absorbed forms (see mla.h).
 //
 // Per sequence the query rows split in two: the rows whose context fits in index_topk (or all,
-// under dense attention) attend every earlier position, the rest attend only their DSA top-k
-// set. Positions ascend, so the dense rows are a prefix of the group.
-//   dense rows:  expanded or absorbed, whichever costs fewer FLOPs (DenseCost): expanded
-//                decompresses every attended row through kv_b once for all of the chunk's
-//                queries, absorbed moves each query into latent space instead; a small chunk
-//                after a long cached context (decode, chunked prefill) is cheaper absorbed.
-//   sparse rows: absorbed (MQA: all heads of a query share its selected latent rows, read once;
-//                expanded would read H separate decompressed rows per selected key and query).
-// Either way only the rows some query attends are read (and, expanded, decompressed).
+// under dense attention) attend every earlier position, the rest only their DSA top-k set.
+// Positions ascend, so the dense rows lead. Each sequence takes the cheapest (FormCost, in
+// multiply-adds) of three plans:
+//   all expanded:  every position up to the last row decompressed through kv_b once for all
+//                  the rows, then MHA (192 + 64 + 128 per key and head) over each row's
+//                  prefix, a sparse row masked to its top-k set;
+//   all absorbed:  each query moved into latent space, MQA (512 + 64 + 512 per key and head)
+//                  over only the keys it attends, reading only those rows;
+//   dense rows expanded, sparse rows absorbed.
+// A long prompt in one pass is expanded (its prefix is attended by many rows); a small chunk
+// after a long cached context (decode, chunked prefill) is absorbed, so chunked prefill no
+// longer decompresses the whole cache per chunk. Decode is always absorbed (one query).
 // The inner loops are the attend_rows kernel over row-pointer arrays, split over the pool by
 // (query tile, head) or (query, head block); buffers come from a per-thread scratch that grows
 // to the largest call (nothing is allocated per call after warm-up).
@@ -17,7 +20,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <tuple>
 #include <vector>
 
 #include "base/check.h"
@@ -41,6 +43,7 @@ struct MlaScratch {
   std::vector<float> o_lat;       // [H, m, Rkv]
   std::vector<float> oh;          // [m, Dv]
   std::vector<int32_t> slot;      // [S] position → row in `rows`, −1 when not read
+  std::vector<uint64_t> mask;     // [m, U/64] expanded: the sparse rows' selections
   std::vector<int64_t> read;      // [U] positions read
   std::vector<const float*> ptr;  // shared key pointers (absorbed dense: lat / pe)
   // Per worker: kernel scratch, three pointer arrays and the rows' limits.
@@ -78,19 +81,26 @@ void ForSelected(const LayerContext& ctx, const int32_t* topk, int64_t r, Fn fn)
   }
 }
 
-// Reads the cache rows rows [r0, r1) attend (dense: 0..pos[r1-1]; sparse: the union of their
-// selections) into s.rows, with s.slot mapping position → row. Returns how many were read.
+// Reads the cache rows that rows [r0, r1) attend into s.rows, with s.slot mapping position →
+// row: every position up to the last row when `all` (or when no row is sparse), else positions
+// 0..p of the dense rows and the union of the sparse rows' selections. Returns the count.
 int64_t ReadAttendedRows(const LayerContext& ctx, int64_t seq, int64_t layer, int64_t r0,
-                         int64_t r1, bool sparse, const int32_t* topk, MlaScratch& s) {
+                         int64_t r1, bool all, const int32_t* topk, MlaScratch& s) {
   const int64_t W = ctx.c.kv_lora_rank + ctx.c.qk_rope_head_dim, S = ctx.pos[r1 - 1] + 1;
   int32_t* slot = Grow(s.slot, S);
   int64_t* read = Grow(s.read, S);
   int64_t u = 0;
-  if (!sparse) {
+  if (all || !IsSparse(ctx, topk, r1 - 1)) {
     for (int64_t t = 0; t < S; ++t) slot[t] = static_cast<int32_t>(t), read[u++] = t;
   } else {
     std::fill(slot, slot + S, -1);
-    for (int64_t r = r0; r < r1; ++r) ForSelected(ctx, topk, r, [&](int64_t t) { slot[t] = 0; });
+    for (int64_t r = r0; r < r1; ++r) {
+      if (IsSparse(ctx, topk, r)) {
+        ForSelected(ctx, topk, r, [&](int64_t t) { slot[t] = 0; });
+      } else {
+        std::fill(slot, slot + ctx.pos[r] + 1, 0);
+      }
+    }
     for (int64_t t = 0; t < S; ++t) {
       if (slot[t] == 0) slot[t] = static_cast<int32_t>(u), read[u++] = t;
     }
@@ -100,31 +110,22 @@ int64_t ReadAttendedRows(const LayerContext& ctx, int64_t seq, int64_t layer, in
   return u;
 }
 
-// FLOPs (multiply-adds) of the dense rows [r0, r1) in each form.
-int64_t DenseCost(const LayerContext& ctx, int64_t heads, int64_t r0, int64_t r1, bool absorbed) {
+// Multiply-adds of rows [r0, r1) attended in one form. Expanded: decompress every position up
+// to the last row once, then MHA over each row's whole prefix (sparse rows mask theirs).
+// Absorbed: q into latent and o out of it per row, MQA over the row's keys.
+int64_t FormCost(const LayerContext& ctx, const int32_t* topk, int64_t heads, int64_t r0,
+                 int64_t r1, bool absorbed) {
+  if (r0 == r1) return 0;
   const ModelConfig& c = ctx.c;
   const int64_t Rkv = c.kv_lora_rank, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim,
                 Dv = c.v_head_dim;
-  int64_t keys = 0;  // Σ attended keys over the rows
-  for (int64_t r = r0; r < r1; ++r) keys += ctx.pos[r] + 1;
-  if (absorbed) {  // q into latent, o out of it, MQA over [latent | k_pe] with latent values
-    return heads * ((r1 - r0) * Rkv * (Dn + Dv) + keys * (2 * Rkv + Dr));
+  int64_t prefix = 0, selected = 0;  // Σ (p + 1), Σ attended keys
+  for (int64_t r = r0; r < r1; ++r) {
+    prefix += ctx.pos[r] + 1;
+    selected += IsSparse(ctx, topk, r) ? c.index_topk : ctx.pos[r] + 1;
   }
-  const int64_t S = ctx.pos[r1 - 1] + 1;  // decompress every key once, then MHA
-  return heads * (S * Rkv * (Dn + Dv) + keys * (Dn + Dr + Dv));
-}
-
-bool UseAbsorbed(const LayerContext& ctx, int64_t heads, int64_t r0, int64_t r1, bool sparse) {
-  switch (ctx.opts.mla_form) {
-    case MlaForm::kExpanded:
-      return false;
-    case MlaForm::kAbsorbed:
-      return true;
-    case MlaForm::kAuto:
-      break;
-  }
-  if (sparse) return true;
-  return DenseCost(ctx, heads, r0, r1, true) < DenseCost(ctx, heads, r0, r1, false);
+  if (absorbed) return heads * ((r1 - r0) * Rkv * (Dn + Dv) + selected * (2 * Rkv + Dr));
+  return heads * ((ctx.pos[r1 - 1] + 1) * Rkv * (Dn + Dv) + prefix * (Dn + Dr + Dv));
 }
 
 // Worker buffers: kernel scratch for m rows, 3 pointer arrays of n, m limits.
@@ -149,73 +150,66 @@ void ReserveWorkers(MlaScratch& s, int workers, int64_t m, int64_t n) {
   Grow(s.w_lim, workers * m);
 }
 
-// Expanded form (§3.4) for rows [r0, r1) of group g; o [rows, H·Dv] holds row r0 first.
+// Expanded form (§3.4) for rows [r0, r1) of group g; o [rows, H·Dv] holds row r0 first. Every
+// position up to the last row is decompressed once; each (query tile, head) task is one
+// attend_rows call over the tile's causal prefix, sparse rows masked to their top-k set.
 void AttendExpanded(const LayerContext& ctx, const AttentionWeights& w, int64_t layer,
-                    const RowGroup& g, int64_t r0, int64_t r1, bool sparse, const float* q,
-                    const int32_t* topk, float* o) {
+                    const RowGroup& g, int64_t r0, int64_t r1, const float* q, const int32_t* topk,
+                    float* o) {
   const ModelConfig& c = ctx.c;
   const int64_t H = w.heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim, Dv = c.v_head_dim,
                 Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv, W = Rkv + Dr;
   MlaScratch& s = MlaBuffers();
-  const int64_t U = ReadAttendedRows(ctx, g.seq, layer, r0, r1, sparse, topk, s);
+  const int64_t U = ReadAttendedRows(ctx, g.seq, layer, r0, r1, /*all=*/true, topk, s);
   float* lat = Grow(s.lat, U * Rkv);  // [U, Rkv]
   for (int64_t i = 0; i < U; ++i) std::copy_n(s.rows.data() + i * W, Rkv, lat + i * Rkv);
   float* kvb = Grow(s.kvb, U * H * Dkv);  // [U, H, Dn+Dv]: k_nope | v per head
   Linear(KvBKernels(ctx), ctx.pool, lat, U, w.kv_b_proj, kvb);
   const float scale = static_cast<float>(c.softmax_scale());
   const float* rows = s.rows.data();
-  const int32_t* slot = s.slot.data();
   const int64_t m = r1 - r0;
-  if (!sparse) {
-    // Tasks (query tile, head), tiles in zig-zag order (early tiles attend fewer keys), so any
-    // contiguous split of the tasks is balanced.
-    const int64_t n_tiles = (m + kQueryTile - 1) / kQueryTile;
-    ReserveWorkers(s, ctx.pool.size(), kQueryTile, U);
-    ctx.pool.parallel_for(0, n_tiles * H, [&](int64_t lo, int64_t hi, int worker) {
-      const WorkerBufs b = Worker(s, worker, kQueryTile, U);
-      for (int64_t task = lo; task < hi; ++task) {
-        const int64_t z = task / H, h = task % H;
-        const int64_t tile = z % 2 == 0 ? z / 2 : n_tiles - 1 - z / 2;
-        const int64_t i0 = tile * kQueryTile, i1 = std::min(m, i0 + kQueryTile);
-        const int64_t n = ctx.pos[r0 + i1 - 1] + 1;
-        for (int64_t t = 0; t < n; ++t) {
-          b.ka[t] = kvb + (t * H + h) * Dkv;
-          b.kb[t] = rows + t * W + Rkv;
-          b.v[t] = b.ka[t] + Dn;
-        }
-        for (int64_t i = i0; i < i1; ++i) b.lim[i - i0] = ctx.pos[r0 + i] + 1;
-        const float* qh = q + ((r0 + i0) * H + h) * Dq;
-        ctx.kt.attend_rows(qh, H * Dq, qh + Dn, H * Dq, i1 - i0, Dn, Dr, b.ka, b.kb, b.v, Dv, n,
-                           b.lim, scale, b.scratch, o + (i0 * H + h) * Dv, H * Dv);
-      }
-    });
-    return;
+  // Sparse rows' masks [m, ldm]: bit t set when the row attends position t (dense rows: all).
+  const bool any_sparse = IsSparse(ctx, topk, r1 - 1);
+  const int64_t ldm = (U + 63) / 64;
+  uint64_t* mask = any_sparse ? Grow(s.mask, m * ldm) : nullptr;
+  for (int64_t i = 0; any_sparse && i < m; ++i) {
+    uint64_t* mi = mask + i * ldm;
+    const bool sparse = IsSparse(ctx, topk, r0 + i);
+    std::fill(mi, mi + ldm, sparse ? 0 : ~uint64_t{0});
+    if (sparse)
+      ForSelected(ctx, topk, r0 + i, [&](int64_t t) { mi[t / 64] |= uint64_t{1} << (t % 64); });
   }
-  // Sparse rows one (query, head) at a time over the query's own selection.
-  ReserveWorkers(s, ctx.pool.size(), 1, c.index_topk);
-  ctx.pool.parallel_for(0, m * H, [&](int64_t lo, int64_t hi, int worker) {
-    const WorkerBufs b = Worker(s, worker, 1, c.index_topk);
+  // Tasks (query tile, head), tiles in zig-zag order (early tiles attend fewer keys), so any
+  // contiguous split of the tasks is balanced.
+  const int64_t n_tiles = (m + kQueryTile - 1) / kQueryTile;
+  ReserveWorkers(s, ctx.pool.size(), kQueryTile, U);
+  ctx.pool.parallel_for(0, n_tiles * H, [&](int64_t lo, int64_t hi, int worker) {
+    const WorkerBufs b = Worker(s, worker, kQueryTile, U);
     for (int64_t task = lo; task < hi; ++task) {
-      const int64_t i = task / H, h = task % H;
-      int64_t n = 0;
-      ForSelected(ctx, topk, r0 + i, [&](int64_t t) {
-        const int64_t u = slot[t];
-        b.ka[n] = kvb + (u * H + h) * Dkv;
-        b.kb[n] = rows + u * W + Rkv;
-        b.v[n] = b.ka[n] + Dn;
-        ++n;
-      });
-      const float* qh = q + ((r0 + i) * H + h) * Dq;
-      ctx.kt.attend_rows(qh, Dq, qh + Dn, Dq, 1, Dn, Dr, b.ka, b.kb, b.v, Dv, n, nullptr, scale,
-                         b.scratch, o + (i * H + h) * Dv, Dv);
+      const int64_t z = task / H, h = task % H;
+      const int64_t tile = z % 2 == 0 ? z / 2 : n_tiles - 1 - z / 2;
+      const int64_t i0 = tile * kQueryTile, i1 = std::min(m, i0 + kQueryTile);
+      const int64_t n = ctx.pos[r0 + i1 - 1] + 1;
+      for (int64_t t = 0; t < n; ++t) {
+        b.ka[t] = kvb + (t * H + h) * Dkv;
+        b.kb[t] = rows + t * W + Rkv;
+        b.v[t] = b.ka[t] + Dn;
+      }
+      for (int64_t i = i0; i < i1; ++i) b.lim[i - i0] = ctx.pos[r0 + i] + 1;
+      const float* qh = q + ((r0 + i0) * H + h) * Dq;
+      ctx.kt.attend_rows(qh, H * Dq, qh + Dn, H * Dq, i1 - i0, Dn, Dr, b.ka, b.kb, b.v, Dv, n,
+                         b.lim, mask == nullptr ? nullptr : mask + i0 * ldm, ldm, scale, b.scratch,
+                         o + (i0 * H + h) * Dv, H * Dv);
     }
   });
 }
 
-// Absorbed form (§3.5) for rows [r0, r1) of group g; o [rows, H·Dv] holds row r0 first.
+// Absorbed form (§3.5) for rows [r0, r1) of group g; o [rows, H·Dv] holds row r0 first. Only
+// the attended rows are read; each (query, head block) task is one attend_rows call (MQA: the
+// heads share the query's keys).
 void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t layer,
-                    const RowGroup& g, int64_t r0, int64_t r1, bool sparse, const float* q,
-                    const int32_t* topk, float* o) {
+                    const RowGroup& g, int64_t r0, int64_t r1, const float* q, const int32_t* topk,
+                    float* o) {
   const ModelConfig& c = ctx.c;
   const int64_t H = w.heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim, Dv = c.v_head_dim,
                 Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv, W = Rkv + Dr;
@@ -230,31 +224,30 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
     for (int64_t i = 0; i < m; ++i) std::copy_n(q + ((r0 + i) * H + h) * Dq, Dn, qn + i * Dn);
     Linear(KvBKernels(ctx), ctx.pool, qn, m, w.kv_b_uk_t.Rows(h * Rkv, Rkv), q_lat + h * m * Rkv);
   }
-  const int64_t U = ReadAttendedRows(ctx, g.seq, layer, r0, r1, sparse, topk, s);
+  const int64_t U = ReadAttendedRows(ctx, g.seq, layer, r0, r1, /*all=*/false, topk, s);
   const float* rows = s.rows.data();
   const int32_t* slot = s.slot.data();
-  // Keys [latent | k_pe], values the latent. Dense rows share the key pointers.
-  const int64_t n_max = sparse ? c.index_topk : U;
+  // Keys [latent | k_pe], values the latent. A dense row attends positions 0..p, which are
+  // rows 0..p (every position before the last dense row was read, in order): shared pointers.
   const float** shared = Grow(s.ptr, 2 * U);
-  for (int64_t t = 0; !sparse && t < U; ++t) {
+  for (int64_t t = 0; t < U; ++t) {
     shared[t] = rows + t * W;
     shared[U + t] = shared[t] + Rkv;
   }
-  // Tasks (query, head block): all H heads of a query share its keys; few queries split the
-  // heads so every worker has work.
+  // Tasks (query, head block): few queries split the heads so every worker has work.
   const int64_t workers = ctx.pool.size();
   const int64_t n_blocks = m >= 2 * workers ? 1 : std::min<int64_t>(H, (2 * workers + m - 1) / m);
   const int64_t hb = (H + n_blocks - 1) / n_blocks;
-  ReserveWorkers(s, ctx.pool.size(), hb, n_max);
+  ReserveWorkers(s, ctx.pool.size(), hb, c.index_topk);
   ctx.pool.parallel_for(0, m * n_blocks, [&](int64_t lo, int64_t hi, int worker) {
-    const WorkerBufs b = Worker(s, worker, hb, n_max);
+    const WorkerBufs b = Worker(s, worker, hb, c.index_topk);
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t i = task / n_blocks, h0 = (task % n_blocks) * hb, h1 = std::min(H, h0 + hb);
       if (h0 >= h1) continue;
       int64_t n = 0;
       const float* const* ka = shared;
       const float* const* kb = shared + U;
-      if (sparse) {
+      if (IsSparse(ctx, topk, r0 + i)) {
         ForSelected(ctx, topk, r0 + i, [&](int64_t t) {
           b.ka[n] = rows + slot[t] * W;
           b.kb[n] = b.ka[n] + Rkv;
@@ -267,7 +260,8 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
       }
       const float* qb = q + ((r0 + i) * H + h0) * Dq + Dn;
       ctx.kt.attend_rows(q_lat + (h0 * m + i) * Rkv, m * Rkv, qb, Dq, h1 - h0, Rkv, Dr, ka, kb, ka,
-                         Rkv, n, nullptr, scale, b.scratch, o_lat + (h0 * m + i) * Rkv, m * Rkv);
+                         Rkv, n, nullptr, nullptr, 0, scale, b.scratch, o_lat + (h0 * m + i) * Rkv,
+                         m * Rkv);
     }
   });
   // o[h] [m, Dv] = o_lat[h] · W_UVᵀ, one GEMM per head.
@@ -316,18 +310,33 @@ void MlaAttend(const LayerContext& ctx, const AttentionWeights& w, int64_t layer
   float* o = Grow(MlaBuffers().o, T * H * Dv);  // [T, H·Dv]
   std::fill(o, o + T * H * Dv, std::numeric_limits<float>::quiet_NaN());
   for (const RowGroup& g : ctx.groups) {
-    int64_t split = g.begin;  // first sparse row
+    int64_t split = g.begin;  // first sparse row (positions ascend: the dense rows lead)
     while (split < g.end && !IsSparse(ctx, topk, split)) ++split;
-    for (const auto& [r0, r1, sparse] :
-         {std::tuple{g.begin, split, false}, std::tuple{split, g.end, true}}) {
-      if (r0 == r1) continue;
-      float* og = o + r0 * H * Dv;
-      if (UseAbsorbed(ctx, H, r0, r1, sparse)) {
-        AttendAbsorbed(ctx, w, layer, g, r0, r1, sparse, q, topk, og);
-      } else {
-        AttendExpanded(ctx, w, layer, g, r0, r1, sparse, q, topk, og);
+    // The cheapest of: all expanded, all absorbed, or dense rows expanded and sparse absorbed
+    // (dense absorbed with sparse expanded never wins: same decompression as all expanded, and
+    // absorbed dense attention costs more per key).
+    int64_t cut = g.begin;  // rows [g.begin, cut) expanded, [cut, g.end) absorbed
+    switch (ctx.opts.mla_form) {
+      case MlaForm::kExpanded:
+        cut = g.end;
+        break;
+      case MlaForm::kAbsorbed:
+        cut = g.begin;
+        break;
+      case MlaForm::kAuto: {
+        const int64_t all_exp = FormCost(ctx, topk, H, g.begin, g.end, false);
+        const int64_t all_abs = FormCost(ctx, topk, H, g.begin, g.end, true);
+        const int64_t mixed = FormCost(ctx, topk, H, g.begin, split, false) +
+                              FormCost(ctx, topk, H, split, g.end, true);
+        const int64_t best = std::min({all_exp, all_abs, mixed});
+        cut = best == all_exp ? g.end : best == mixed ? split : g.begin;
+        if (g.end - g.begin == 1) cut = g.begin;  // decode: absorbed (even at position 0)
+        break;
       }
     }
+    if (cut > g.begin)
+      AttendExpanded(ctx, w, layer, g, g.begin, cut, q, topk, o + g.begin * H * Dv);
+    if (cut < g.end) AttendAbsorbed(ctx, w, layer, g, cut, g.end, q, topk, o + cut * H * Dv);
   }
   Linear(ctx.kt, ctx.pool, o, T, w.o_proj, out);  // [T, D]
 }
