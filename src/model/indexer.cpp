@@ -26,6 +26,9 @@ void LayerNorm(float* x, const float* w, const float* b, float eps, int64_t n) {
 }
 
 struct IndexerScratch {
+  std::vector<float> qi;              // [T, Hi, Di]
+  std::vector<float> ki;              // [T, Di]
+  std::vector<float> hw;              // [T, Hi]
   std::vector<float> panels;          // [S / 16, Di, 16] the group's keys
   std::vector<float> key;             // [Di]
   std::vector<float> scores;          // [workers, S]
@@ -44,30 +47,29 @@ void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer
   const ModelConfig& c = ctx.c;
   const int64_t T = ctx.rows(), Hi = c.index_n_heads, Di = c.index_head_dim,
                 Dr = c.qk_rope_head_dim, K = c.index_topk;
-  std::vector<float> qi(T * Hi * Di);  // [T, Hi, Di], per head [rope | nope]
-  Linear(ctx.kt, ctx.pool, cq, T, w.wq_b, qi.data());
-  std::vector<float> ki(T * Di);  // [T, Di]
-  Linear(ctx.kt, ctx.pool, a, T, w.wk, ki.data());
-  std::vector<float> hw(T * Hi);  // [T, Hi] head weights
-  Linear(ctx.kt, ctx.pool, a, T, w.weights_proj, hw.data());
+  IndexerScratch& s = IndexerBuffers();
+  float* qi = Grow(s.qi, T * Hi * Di);  // [T, Hi, Di], per head [rope | nope]
+  Linear(ctx.kt, ctx.pool, cq, T, w.wq_b, qi);
+  float* ki = Grow(s.ki, T * Di);  // [T, Di]
+  Linear(ctx.kt, ctx.pool, a, T, w.wk, ki);
+  float* hw = Grow(s.hw, T * Hi);  // [T, Hi] head weights
+  Linear(ctx.kt, ctx.pool, a, T, w.weights_proj, hw);
   const float w_scale = 1.0f / std::sqrt(static_cast<float>(Hi));
-  for (float& v : hw) v *= w_scale;
+  for (int64_t i = 0; i < T * Hi; ++i) hw[i] *= w_scale;
   for (int64_t r = 0; r < T; ++r) {
     for (int64_t h = 0; h < Hi; ++h) {  // note: the rope slice is the FIRST Dr of each head
-      ctx.kt.rope(qi.data() + (r * Hi + h) * Di, Dr, ctx.cos(r), ctx.sin(r),
-                  c.indexer_rope_interleave);
+      ctx.kt.rope(qi + (r * Hi + h) * Di, Dr, ctx.cos(r), ctx.sin(r), c.indexer_rope_interleave);
     }
-    float* k = ki.data() + r * Di;
+    float* k = ki + r * Di;
     LayerNorm(k, w.k_norm_weight.data(), w.k_norm_bias.data(), kIndexerNormEps, Di);
     ctx.kt.rope(k, Dr, ctx.cos(r), ctx.sin(r), c.indexer_rope_interleave);
   }
   for (const RowGroup& g : ctx.groups) {
     for (int64_t r = g.begin; r < g.end; ++r) {
-      ctx.kv.WriteIndexerKeyRow(g.seq, layer, ctx.pos[r], ki.data() + r * Di);
+      ctx.kv.WriteIndexerKeyRow(g.seq, layer, ctx.pos[r], ki + r * Di);
     }
   }
   const float dot_scale = 1.0f / std::sqrt(static_cast<float>(Di));
-  IndexerScratch& s = IndexerBuffers();
   for (const RowGroup& g : ctx.groups) {
     // Rows whose context fits in K take all of 0..p; the rest are scored against the group's
     // keys, read once into panels (attention_kernels.h: [Di, 16] per 16 positions).
@@ -102,8 +104,7 @@ void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer
       int32_t* ts = tk_scratch + worker * TopKSetScratch(S);
       for (int64_t r = lo; r < hi; ++r) {
         const int64_t n = ctx.pos[r] + 1;
-        ctx.kt.indexer_scores(qi.data() + r * Hi * Di, hw.data() + r * Hi, Hi, Di, panels, n,
-                              dot_scale, sc);
+        ctx.kt.indexer_scores(qi + r * Hi * Di, hw + r * Hi, Hi, Di, panels, n, dot_scale, sc);
         ctx.kt.topk_set(sc, n, K, topk + r * K, ts);
       }
     });

@@ -29,8 +29,9 @@ namespace mx {
 
 namespace {
 
-// Queries per expanded task (one head's rows over a shared causal prefix).
-constexpr int64_t kQueryTile = 16;
+// Queries per expanded task (one head's rows over a shared causal prefix): each key row is
+// read from memory once per task, so the tile sets the expanded form's bytes per multiply-add.
+constexpr int64_t kQueryTile = 32;
 
 struct MlaScratch {
   std::vector<float> o;           // [T, H·Dv]
@@ -236,7 +237,7 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   }
   // Tasks (query, head block): few queries split the heads so every worker has work.
   const int64_t workers = ctx.pool.size();
-  const int64_t n_blocks = m >= 2 * workers ? 1 : std::min<int64_t>(H, (2 * workers + m - 1) / m);
+  const int64_t n_blocks = m >= workers ? 1 : std::min<int64_t>(H, (workers + m - 1) / m);
   const int64_t hb = (H + n_blocks - 1) / n_blocks;
   ReserveWorkers(s, ctx.pool.size(), hb, c.index_topk);
   ctx.pool.parallel_for(0, m * n_blocks, [&](int64_t lo, int64_t hi, int worker) {
