@@ -99,10 +99,14 @@ void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer
     const int workers = ctx.pool.size();
     float* scores = Grow(s.scores, workers * S);
     int32_t* tk_scratch = Grow(s.topk_scratch, workers * TopKSetScratch(S));
-    ctx.pool.parallel_for(first_scored, g.end, [&](int64_t lo, int64_t hi, int worker) {
+    // Rows in zig-zag order (row j's cost grows with its position), so any contiguous split of
+    // the tasks is balanced.
+    const int64_t n_scored = g.end - first_scored;
+    ctx.pool.parallel_for(0, n_scored, [&](int64_t lo, int64_t hi, int worker) {
       float* sc = scores + worker * S;
       int32_t* ts = tk_scratch + worker * TopKSetScratch(S);
-      for (int64_t r = lo; r < hi; ++r) {
+      for (int64_t j = lo; j < hi; ++j) {
+        const int64_t r = first_scored + (j % 2 == 0 ? j / 2 : n_scored - 1 - j / 2);
         const int64_t n = ctx.pos[r] + 1;
         ctx.kt.indexer_scores(qi + r * Hi * Di, hw + r * Hi, Hi, Di, panels, n, dot_scale, sc);
         ctx.kt.topk_set(sc, n, K, topk + r * K, ts);

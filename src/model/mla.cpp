@@ -235,7 +235,8 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
     shared[t] = rows + t * W;
     shared[U + t] = shared[t] + Rkv;
   }
-  // Tasks (query, head block): few queries split the heads so every worker has work.
+  // Tasks (query, head block), queries in zig-zag order; few queries split the heads so every
+  // worker has work.
   const int64_t workers = ctx.pool.size();
   const int64_t n_blocks = m >= workers ? 1 : std::min<int64_t>(H, (workers + m - 1) / m);
   const int64_t hb = (H + n_blocks - 1) / n_blocks;
@@ -243,7 +244,8 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   ctx.pool.parallel_for(0, m * n_blocks, [&](int64_t lo, int64_t hi, int worker) {
     const WorkerBufs b = Worker(s, worker, hb, c.index_topk);
     for (int64_t task = lo; task < hi; ++task) {
-      const int64_t i = task / n_blocks, h0 = (task % n_blocks) * hb, h1 = std::min(H, h0 + hb);
+      const int64_t z = task / n_blocks, h0 = (task % n_blocks) * hb, h1 = std::min(H, h0 + hb);
+      const int64_t i = z % 2 == 0 ? z / 2 : m - 1 - z / 2;  // zig-zag: dense rows grow in cost
       if (h0 >= h1) continue;
       int64_t n = 0;
       const float* const* ka = shared;
