@@ -39,10 +39,10 @@ struct MlaScratch {
   std::vector<float> rows;        // [U, Rkv+Dr] read cache rows
   std::vector<float> lat;         // [U, Rkv] expanded: the latents to decompress
   std::vector<float> kvb;         // [U, H, Dn+Dv] expanded: decompressed rows
-  std::vector<float> qn;          // [m, Dn]
+  std::vector<float> qn;          // PerHeadGemm's MXFP4 staging
   std::vector<float> q_lat;       // [H, m, Rkv]
   std::vector<float> o_lat;       // [H, m, Rkv]
-  std::vector<float> oh;          // [m, Dv]
+  std::vector<float> oh;          // PerHeadGemm's MXFP4 staging
   std::vector<int32_t> slot;      // [S] position → row in `rows`, −1 when not read
   std::vector<uint64_t> mask;     // [m, U/64] expanded: the sparse rows' selections
   std::vector<int64_t> read;      // [U] positions read
@@ -151,6 +151,37 @@ void ReserveWorkers(MlaScratch& s, int workers, int64_t m, int64_t n) {
   Grow(s.w_lim, workers * m);
 }
 
+// y_h [m, n] (at y + h·y_head, row stride ldy) = x_h [m, k] (at x + h·x_head, row stride ldx) ·
+// W_hᵀ for every head h, W_h the n rows of `w` from h·w_head. For bf16 / fp32 weights one pool
+// call over the heads, each head's GEMM on one worker (a decode step makes 2 such calls per
+// layer instead of 2·H threaded GEMMs); the kernel computes every element as the threaded GEMM
+// does, so the results are the same bits. MXFP4: a threaded Linear per head through `tmp`.
+void PerHeadGemm(const LayerContext& ctx, const float* x, int64_t ldx, int64_t x_head, int64_t m,
+                 const LinearWeight& w, int64_t w_head, int64_t n, float* y, int64_t ldy,
+                 int64_t y_head, std::vector<float>& tmp) {
+  const int64_t H = (w.n - n) / w_head + 1, k = w.k;
+  if (w.is_mxfp4()) {
+    float* xt = Grow(tmp, m * (k + n));
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t i = 0; i < m; ++i) std::copy_n(x + h * x_head + i * ldx, k, xt + i * k);
+      Linear(KvBKernels(ctx), ctx.pool, xt, m, w.Rows(h * w_head, n), xt + m * k);
+      for (int64_t i = 0; i < m; ++i) std::copy_n(xt + m * k + i * n, n, y + h * y_head + i * ldy);
+    }
+    return;
+  }
+  ctx.pool.parallel_for(0, H, [&](int64_t lo, int64_t hi, int) {
+    for (int64_t h = lo; h < hi; ++h) {
+      if (w.dtype == DType::kBF16) {
+        KvBKernels(ctx).gemm_bf16(x + h * x_head, ldx, w.bf16 + h * w_head * k, k, y + h * y_head,
+                                  ldy, m, n, k, {});
+      } else {
+        KvBKernels(ctx).gemm_f32(x + h * x_head, ldx, w.f32 + h * w_head * k, k, y + h * y_head,
+                                 ldy, m, n, k, {});
+      }
+    }
+  });
+}
+
 // Expanded form (§3.4) for rows [r0, r1) of group g; o [rows, H·Dv] holds row r0 first. Every
 // position up to the last row is decompressed once; each (query tile, head) task is one
 // attend_rows call over the tile's causal prefix, sparse rows masked to their top-k set.
@@ -218,13 +249,10 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   const int64_t m = r1 - r0;
   const float scale = static_cast<float>(c.softmax_scale());
   // q_lat[h] [m, Rkv] = q_nope[h] [m, Dn] · W_UK[h], one GEMM per head over the rows.
-  float* qn = Grow(s.qn, m * Dn);
   float* q_lat = Grow(s.q_lat, H * m * Rkv);
   float* o_lat = Grow(s.o_lat, H * m * Rkv);
-  for (int64_t h = 0; h < H; ++h) {
-    for (int64_t i = 0; i < m; ++i) std::copy_n(q + ((r0 + i) * H + h) * Dq, Dn, qn + i * Dn);
-    Linear(KvBKernels(ctx), ctx.pool, qn, m, w.kv_b_uk_t.Rows(h * Rkv, Rkv), q_lat + h * m * Rkv);
-  }
+  PerHeadGemm(ctx, q + r0 * H * Dq, H * Dq, Dq, m, w.kv_b_uk_t, Rkv, Rkv, q_lat, Rkv, m * Rkv,
+              s.qn);
   const int64_t U = ReadAttendedRows(ctx, g.seq, layer, r0, r1, /*all=*/false, topk, s);
   const float* rows = s.rows.data();
   const int32_t* slot = s.slot.data();
@@ -267,13 +295,9 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
                          m * Rkv);
     }
   });
-  // o[h] [m, Dv] = o_lat[h] · W_UVᵀ, one GEMM per head.
-  float* oh = Grow(s.oh, m * Dv);
-  for (int64_t h = 0; h < H; ++h) {
-    Linear(KvBKernels(ctx), ctx.pool, o_lat + h * m * Rkv, m, w.kv_b_proj.Rows(h * Dkv + Dn, Dv),
-           oh);
-    for (int64_t i = 0; i < m; ++i) std::copy_n(oh + i * Dv, Dv, o + (i * H + h) * Dv);
-  }
+  // o[h] [m, Dv] = o_lat[h] · W_UVᵀ, one GEMM per head, straight into o's head columns.
+  PerHeadGemm(ctx, o_lat, Rkv, m * Rkv, m, w.kv_b_proj.Rows(Dn, (H - 1) * Dkv + Dv), Dkv, Dv, o,
+              H * Dv, Dv, s.oh);
 }
 
 }  // namespace
