@@ -50,6 +50,9 @@ constexpr KernelTable kRefTable = {
     .swiglu = ref::SwiGlu,
     .attend = ref::Attend,
     .gemm_mxfp4 = ref::GemmMxfp4,
+    .attend_rows = ref::AttendRows,
+    .indexer_scores = ref::IndexerScores,
+    .topk_set = ref::TopKSet,
 };
 
 // The AVX2 table with its MXFP4 kernel; the AVX-512 table with the AVX-512 VNNI MXFP4 kernel
@@ -58,6 +61,9 @@ const KernelTable& Avx2WithMxfp4() {
   static const KernelTable t = [] {
     KernelTable k = Avx2KernelTable();
     k.gemm_mxfp4 = avx2::GemmMxfp4;
+    k.attend_rows = avx2::AttendRows;
+    k.indexer_scores = avx2::IndexerScores;
+    k.topk_set = RadixTopKSet;
     return k;
   }();
   return t;
@@ -67,6 +73,9 @@ const KernelTable& Avx512WithMxfp4() {
   static const KernelTable t = [] {
     KernelTable k = Avx512KernelTable();
     k.gemm_mxfp4 = avx512::GemmMxfp4;
+    k.attend_rows = avx512::AttendRows;
+    k.indexer_scores = avx512::IndexerScores;
+    k.topk_set = RadixTopKSet;
     if (GetCpuFeatures().avx512bf16) k.gemm_bf16 = avx512::GemmBf16Dot;
     return k;
   }();
@@ -274,6 +283,51 @@ std::string KernelSelfTest(const KernelTable& t) {
             std::vector<float>(60, nan), std::vector<float>(60, nan))) {
       return "attend";
     }
+  }
+  {  // 5 rows (a partial row tile), 70 keys (a partial key block), limits 1..70
+    constexpr int64_t kRows = 5, kKeys = 70, da = 20, db = 6, dv = 21;
+    const auto q = KnownInputs(kRows * (da + db), 4), kv = KnownInputs(kKeys * (da + db + dv), 5);
+    std::vector<const float*> ka(kKeys), kb(kKeys), vv(kKeys);
+    for (int64_t i = 0; i < kKeys; ++i) {
+      ka[i] = kv.data() + i * (da + db + dv), kb[i] = ka[i] + da, vv[i] = kb[i] + db;
+    }
+    const std::vector<int64_t> lim = {1, 33, 64, 65, 70};
+    std::vector<float> scratch(AttendRowsScratch(kRows));
+    const std::vector<uint64_t> even(kRows * 2, 0x5555555555555555ull);  // keys 0, 2, 4, ...
+    for (const uint64_t* mask : {static_cast<const uint64_t*>(nullptr), even.data()}) {
+      if (!run2(
+              [&](const KernelTable& kt, std::vector<float>& y) {
+                kt.attend_rows(q.data(), da + db, q.data() + da, da + db, kRows, da, db, ka.data(),
+                               kb.data(), vv.data(), dv, kKeys, lim.data(), mask, 2, 2.0f,
+                               scratch.data(), y.data(), dv);
+              },
+              std::vector<float>(kRows * dv, nan), std::vector<float>(kRows * dv, nan))) {
+        return "attend_rows";
+      }
+    }
+  }
+  {
+    constexpr int64_t hi = 3, di = 20, nk = 37;
+    const auto q = KnownInputs(hi * di, 6), w = KnownInputs(hi, 7), keys = KnownInputs(nk * di, 8);
+    std::vector<float> panels(IndexerPanelFloats(nk, di), 0.0f);
+    for (int64_t i = 0; i < nk; ++i) {
+      for (int64_t d = 0; d < di; ++d) panels[IndexerPanelIndex(i, d, di)] = keys[i * di + d];
+    }
+    if (!run2(
+            [&](const KernelTable& kt, std::vector<float>& y) {
+              kt.indexer_scores(q.data(), w.data(), hi, di, panels.data(), nk, 0.5f, y.data());
+            },
+            std::vector<float>(nk, nan), std::vector<float>(nk, nan))) {
+      return "indexer_scores";
+    }
+  }
+  {
+    std::vector<float> s(k);
+    for (int64_t i = 0; i < k; ++i) s[i] = std::round(x[i] * 4.0f);  // many ties
+    std::vector<int32_t> want(9), got(9, -1), scratch(TopKSetScratch(k));
+    r.topk_set(s.data(), k, 9, want.data(), scratch.data());
+    t.topk_set(s.data(), k, 9, got.data(), scratch.data());
+    if (got != want) return "topk_set";
   }
   if (t.gemm_mxfp4 != nullptr) {
     constexpr int64_t kq = 96;  // 3 blocks of 32

@@ -13,6 +13,7 @@
 
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "kernels/attention_kernels.h"
 #include "kernels/gemm_tiling.h"
 #include "kernels/mxfp4.h"
 
@@ -66,6 +67,22 @@ struct KernelTable {
   // y[M, N] = x · Wᵀ with W MXFP4 (split-half) and x int8 Q8 blocks; see kernels/mxfp4.h.
   // nullptr in a table means the ref kernel (GemmMxfp4 falls back to it).
   GemmMxfp4Fn gemm_mxfp4 = nullptr;
+  // Attention of m query rows that share one key set (attention_kernels.h): row i is
+  // qa + i·ldqa (da values) and qb + i·ldqb (db values) and attends keys t < lim[i] (lim ==
+  // nullptr: every t < n):
+  //   s_t = scale · (qa_i·ka[t] + qb_i·kb[t]),  p = softmax(s),  out + i·ldo = Σ_t p_t · v[t][dv].
+  // The rows are a query's heads over its selected rows (absorbed MLA: MQA) or one head's
+  // queries over a causal prefix (expanded MLA, lim = position + 1). With a mask, row i attends
+  // only the keys whose bit t (word t/64, bit t%64) of mask + i·ldm is set (DSA's top-k set
+  // over a dense prefix). `scratch` holds AttendRowsScratch(m) floats.
+  // REQUIRES: 1 <= lim[i] <= n; every row attends at least one key; out aliases no input.
+  AttendRowsFn attend_rows = nullptr;
+  // The DSA indexer's scores of one query over n keys in panels (attention_kernels.h):
+  //   out[t] = Σ_h w[h] · max(scale · q[h, Di]·k_t, 0), heads summed in order.
+  IndexerScoresFn indexer_scores = nullptr;
+  // out[k] = the positions of the k largest scores[n] (ties → lower position), ascending.
+  // `scratch` holds TopKSetScratch(n) int32s. REQUIRES: k <= n; no NaN scores.
+  TopKSetFn topk_set = nullptr;
 };
 
 // The table for one level; nullptr when that level is not compiled in or the CPU lacks it.

@@ -34,9 +34,9 @@ struct MoeTuning;    // model/moe_tuning.h
 class Communicator;  // parallel/communicator.h
 
 enum class LogitsMode { kNone, kLast, kAll };  // kLast: the last row of every sequence
-// How MLA attends (glm-moe-dsa.md §3.4 / §3.5). kAuto: absorbed for a sequence with few new
-// tokens (decode, speculative verify; fewer than half the cost crossover, mla.cpp), expanded
-// for more (prefill).
+// How MLA attends (glm-moe-dsa.md §3.4 / §3.5). kAuto: per sequence the form (or split: the
+// rows within index_topk expanded, the rest absorbed) with the fewest multiply-adds (mla.cpp):
+// absorbed for decode and small chunks after a long context, expanded for a long prompt.
 enum class MlaForm { kAuto, kExpanded, kAbsorbed };
 
 struct ForwardOptions {

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/attention_kernels.h"
+#include "model/scratch.h"
+
 namespace mx {
 
 namespace {
@@ -22,6 +25,21 @@ void LayerNorm(float* x, const float* w, const float* b, float eps, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = (x[i] - mu) * inv * w[i] + b[i];
 }
 
+struct IndexerScratch {
+  std::vector<float> qi;              // [T, Hi, Di]
+  std::vector<float> ki;              // [T, Di]
+  std::vector<float> hw;              // [T, Hi]
+  std::vector<float> panels;          // [S / 16, Di, 16] the group's keys
+  std::vector<float> key;             // [Di]
+  std::vector<float> scores;          // [workers, S]
+  std::vector<int32_t> topk_scratch;  // [workers, TopKSetScratch(S)]
+};
+
+IndexerScratch& IndexerBuffers() {
+  static thread_local IndexerScratch s;
+  return s;
+}
+
 }  // namespace
 
 void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer, const float* a,
@@ -29,60 +47,71 @@ void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer
   const ModelConfig& c = ctx.c;
   const int64_t T = ctx.rows(), Hi = c.index_n_heads, Di = c.index_head_dim,
                 Dr = c.qk_rope_head_dim, K = c.index_topk;
-  std::vector<float> qi(T * Hi * Di);  // [T, Hi, Di], per head [rope | nope]
-  Linear(ctx.kt, ctx.pool, cq, T, w.wq_b, qi.data());
-  std::vector<float> ki(T * Di);  // [T, Di]
-  Linear(ctx.kt, ctx.pool, a, T, w.wk, ki.data());
-  std::vector<float> hw(T * Hi);  // [T, Hi] head weights
-  Linear(ctx.kt, ctx.pool, a, T, w.weights_proj, hw.data());
+  IndexerScratch& s = IndexerBuffers();
+  float* qi = Grow(s.qi, T * Hi * Di);  // [T, Hi, Di], per head [rope | nope]
+  Linear(ctx.kt, ctx.pool, cq, T, w.wq_b, qi);
+  float* ki = Grow(s.ki, T * Di);  // [T, Di]
+  Linear(ctx.kt, ctx.pool, a, T, w.wk, ki);
+  float* hw = Grow(s.hw, T * Hi);  // [T, Hi] head weights
+  Linear(ctx.kt, ctx.pool, a, T, w.weights_proj, hw);
   const float w_scale = 1.0f / std::sqrt(static_cast<float>(Hi));
-  for (float& v : hw) v *= w_scale;
+  for (int64_t i = 0; i < T * Hi; ++i) hw[i] *= w_scale;
   for (int64_t r = 0; r < T; ++r) {
     for (int64_t h = 0; h < Hi; ++h) {  // note: the rope slice is the FIRST Dr of each head
-      ctx.kt.rope(qi.data() + (r * Hi + h) * Di, Dr, ctx.cos(r), ctx.sin(r),
-                  c.indexer_rope_interleave);
+      ctx.kt.rope(qi + (r * Hi + h) * Di, Dr, ctx.cos(r), ctx.sin(r), c.indexer_rope_interleave);
     }
-    float* k = ki.data() + r * Di;
+    float* k = ki + r * Di;
     LayerNorm(k, w.k_norm_weight.data(), w.k_norm_bias.data(), kIndexerNormEps, Di);
     ctx.kt.rope(k, Dr, ctx.cos(r), ctx.sin(r), c.indexer_rope_interleave);
   }
   for (const RowGroup& g : ctx.groups) {
     for (int64_t r = g.begin; r < g.end; ++r) {
-      ctx.kv.WriteIndexerKeyRow(g.seq, layer, ctx.pos[r], ki.data() + r * Di);
+      ctx.kv.WriteIndexerKeyRow(g.seq, layer, ctx.pos[r], ki + r * Di);
     }
   }
   const float dot_scale = 1.0f / std::sqrt(static_cast<float>(Di));
-  std::vector<float> scores;
-  std::vector<float> keys;  // [p+1, Di] cached keys of the current group
   for (const RowGroup& g : ctx.groups) {
-    int64_t n_keys = 0;
+    // Rows whose context fits in K take all of 0..p; the rest are scored against the group's
+    // keys, read once into panels (attention_kernels.h: [Di, 16] per 16 positions).
+    int64_t first_scored = g.end;
     for (int64_t r = g.begin; r < g.end; ++r) {
-      const int64_t p = ctx.pos[r], n = std::min<int64_t>(K, p + 1);
+      const int64_t p = ctx.pos[r];
       int32_t* out = topk + r * K;
       std::fill(out, out + K, -1);
-      if (n == p + 1) {
+      if (p + 1 <= K) {
         for (int64_t t = 0; t <= p; ++t) out[t] = static_cast<int32_t>(t);
-        continue;
+      } else {
+        first_scored = std::min(first_scored, r);
       }
-      scores.assign(p + 1, 0.0f);
-      keys.resize((p + 1) * Di);
-      for (; n_keys <= p; ++n_keys) {
-        ctx.kv.ReadIndexerKeyRow(g.seq, layer, n_keys, keys.data() + n_keys * Di);
-      }
-      for (int64_t t = 0; t <= p; ++t) {
-        const float* kt = keys.data() + t * Di;
-        float s = 0.0f;
-        for (int64_t h = 0; h < Hi; ++h) {
-          const float* qh = qi.data() + (r * Hi + h) * Di;
-          float d = 0.0f;
-          for (int64_t i = 0; i < Di; ++i) d += qh[i] * kt[i];
-          s += hw[r * Hi + h] * std::max(d * dot_scale, 0.0f);
-        }
-        scores[t] = s;
-      }
-      ctx.kt.topk(scores.data(), p + 1, n, out);
-      std::sort(out, out + n);
     }
+    if (first_scored == g.end) continue;
+    const int64_t S = ctx.pos[g.end - 1] + 1;
+    float* panels = Grow(s.panels, IndexerPanelFloats(S, Di));
+    float* key = Grow(s.key, Di);
+    for (int64_t t = 0; t < S; ++t) {
+      if (t % kIndexerPanel == 0) {  // zero each panel first: its lanes past S stay 0
+        std::fill(panels + IndexerPanelIndex(t, 0, Di),
+                  panels + IndexerPanelIndex(t, 0, Di) + kIndexerPanel * Di, 0.0f);
+      }
+      ctx.kv.ReadIndexerKeyRow(g.seq, layer, t, key);
+      for (int64_t d = 0; d < Di; ++d) panels[IndexerPanelIndex(t, d, Di)] = key[d];
+    }
+    const int workers = ctx.pool.size();
+    float* scores = Grow(s.scores, workers * S);
+    int32_t* tk_scratch = Grow(s.topk_scratch, workers * TopKSetScratch(S));
+    // Rows in zig-zag order (row j's cost grows with its position), so any contiguous split of
+    // the tasks is balanced.
+    const int64_t n_scored = g.end - first_scored;
+    ctx.pool.parallel_for(0, n_scored, [&](int64_t lo, int64_t hi, int worker) {
+      float* sc = scores + worker * S;
+      int32_t* ts = tk_scratch + worker * TopKSetScratch(S);
+      for (int64_t j = lo; j < hi; ++j) {
+        const int64_t r = first_scored + (j % 2 == 0 ? j / 2 : n_scored - 1 - j / 2);
+        const int64_t n = ctx.pos[r] + 1;
+        ctx.kt.indexer_scores(qi + r * Hi * Di, hw + r * Hi, Hi, Di, panels, n, dot_scale, sc);
+        ctx.kt.topk_set(sc, n, K, topk + r * K, ts);
+      }
+    });
   }
 }
 

@@ -1,29 +1,61 @@
 // MLA attention, expanded and absorbed forms (see mla.h).
+//
+// Per sequence the query rows split in two: the rows whose context fits in index_topk (or all,
+// under dense attention) attend every earlier position, the rest only their DSA top-k set.
+// Positions ascend, so the dense rows lead. Each sequence takes the cheapest (FormCost, in
+// multiply-adds) of three plans:
+//   all expanded:  every position up to the last row decompressed through kv_b once for all
+//                  the rows, then MHA (192 + 64 + 128 per key and head) over each row's
+//                  prefix, a sparse row masked to its top-k set;
+//   all absorbed:  each query moved into latent space, MQA (512 + 64 + 512 per key and head)
+//                  over only the keys it attends, reading only those rows;
+//   dense rows expanded, sparse rows absorbed.
+// A long prompt in one pass is expanded (its prefix is attended by many rows); a small chunk
+// after a long cached context (decode, chunked prefill) is absorbed, so chunked prefill no
+// longer decompresses the whole cache per chunk. Decode is always absorbed (one query).
+// The inner loops are the attend_rows kernel over row-pointer arrays, split over the pool by
+// (query tile, head) or (query, head block); buffers come from a per-thread scratch that grows
+// to the largest call (nothing is allocated per call after warm-up).
 #include "model/mla.h"
 
+#include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "base/check.h"
+#include "model/scratch.h"
 
 namespace mx {
 
 namespace {
 
-// The key positions row r attends to: its top-k set, or every t <= pos.
-std::vector<int64_t> Selection(const LayerContext& ctx, const int32_t* topk, int64_t r) {
-  std::vector<int64_t> sel;
-  const int64_t p = ctx.pos[r];
-  if (topk == nullptr || ctx.opts.dense_attention) {
-    for (int64_t t = 0; t <= p; ++t) sel.push_back(t);
-    return sel;
-  }
-  const int32_t* row = topk + r * ctx.c.index_topk;
-  for (int64_t i = 0; i < ctx.c.index_topk; ++i) {
-    if (row[i] < 0) continue;
-    MX_CHECK_LE(row[i], p);
-    sel.push_back(row[i]);
-  }
-  return sel;
+// Queries per expanded task (one head's rows over a shared causal prefix): each key row is
+// read from memory once per task, so the tile sets the expanded form's bytes per multiply-add.
+constexpr int64_t kQueryTile = 32;
+
+struct MlaScratch {
+  std::vector<float> o;           // [T, H·Dv]
+  std::vector<float> kv;          // [T, Rkv+Dr] MlaProject
+  std::vector<float> rows;        // [U, Rkv+Dr] read cache rows
+  std::vector<float> lat;         // [U, Rkv] expanded: the latents to decompress
+  std::vector<float> kvb;         // [U, H, Dn+Dv] expanded: decompressed rows
+  std::vector<float> qn;          // PerHeadGemm's MXFP4 staging
+  std::vector<float> q_lat;       // [H, m, Rkv]
+  std::vector<float> o_lat;       // [H, m, Rkv]
+  std::vector<float> oh;          // PerHeadGemm's MXFP4 staging
+  std::vector<int32_t> slot;      // [S] position → row in `rows`, −1 when not read
+  std::vector<uint64_t> mask;     // [m, U/64] expanded: the sparse rows' selections
+  std::vector<int64_t> read;      // [U] positions read
+  std::vector<const float*> ptr;  // shared key pointers (absorbed dense: lat / pe)
+  // Per worker: kernel scratch, three pointer arrays and the rows' limits.
+  std::vector<float> w_scratch;
+  std::vector<const float*> w_ptr;
+  std::vector<int64_t> w_lim;
+};
+
+MlaScratch& MlaBuffers() {
+  static thread_local MlaScratch s;
+  return s;
 }
 
 // The kernels for the products with kv_b_proj. note: they take their activations exactly
@@ -35,116 +67,237 @@ const KernelTable& KvBKernels(const LayerContext& ctx) {
   return WithGemmActivations(ctx.kt, GemmActivations::kFp32);
 }
 
-bool UseAbsorbed(const LayerContext& ctx, const RowGroup& g) {
-  switch (ctx.opts.mla_form) {
-    case MlaForm::kExpanded:
-      return false;
-    case MlaForm::kAbsorbed:
-      return true;
-    case MlaForm::kAuto:
-      break;
-  }
-  // note: the expanded form decompresses every attended cache row through kv_b
-  // (kv_lora_rank·H·(Dn+Dv) per row) once for all queries; the absorbed one costs about
-  // H·(2·kv_lora_rank + Dr) per query and row. Few queries (decode, speculative verify) are
-  // cheaper absorbed; take it while under half the crossover.
-  const ModelConfig& c = ctx.c;
-  const int64_t expanded = c.kv_lora_rank * (c.qk_nope_head_dim + c.v_head_dim);
-  const int64_t absorbed = 2 * c.kv_lora_rank + c.qk_rope_head_dim;
-  return (g.end - g.begin) * absorbed * 2 <= expanded;
+bool IsSparse(const LayerContext& ctx, const int32_t* topk, int64_t r) {
+  return topk != nullptr && !ctx.opts.dense_attention && ctx.pos[r] + 1 > ctx.c.index_topk;
 }
 
-// Expanded form (§3.4) for the rows of one sequence; writes o [rows, H·Dv].
-void AttendExpanded(const LayerContext& ctx, const AttentionWeights& w, int64_t layer,
-                    const RowGroup& g, const float* q, const int32_t* topk, float* o) {
-  const ModelConfig& c = ctx.c;
-  const int64_t H = w.heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim, Dv = c.v_head_dim,
-                Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv;
-  const int64_t S = ctx.pos[g.end - 1] + 1;  // cached keys needed by this group
-  std::vector<float> lat(S * Rkv);           // [S, Rkv]
-  std::vector<float> kpe_rows(S * Dr);       // [S, Dr]
-  std::vector<const float*> kpe(S);          // [S] → [Dr]
-  std::vector<float> row(Rkv + Dr);
-  for (int64_t t = 0; t < S; ++t) {
-    ctx.kv.ReadMlaRow(g.seq, layer, t, row.data());
-    std::copy(row.begin(), row.begin() + Rkv, lat.data() + t * Rkv);
-    std::copy(row.begin() + Rkv, row.end(), kpe_rows.data() + t * Dr);
-    kpe[t] = kpe_rows.data() + t * Dr;
+// Calls fn(i) for every selected position of sparse row r, ascending.
+template <typename Fn>
+void ForSelected(const LayerContext& ctx, const int32_t* topk, int64_t r, Fn fn) {
+  const int32_t* row = topk + r * ctx.c.index_topk;
+  for (int64_t i = 0; i < ctx.c.index_topk; ++i) {
+    if (row[i] < 0) continue;
+    MX_CHECK_LE(row[i], ctx.pos[r]);
+    fn(static_cast<int64_t>(row[i]));
   }
-  std::vector<float> kvb(S * H * Dkv);  // [S, H, Dn+Dv]: k_nope | v per head
-  Linear(KvBKernels(ctx), ctx.pool, lat.data(), S, w.kv_b_proj, kvb.data());
-  const float scale = static_cast<float>(c.softmax_scale());
-  std::vector<float> s;
-  std::vector<const float*> kn, kr, v;
-  for (int64_t r = g.begin; r < g.end; ++r) {
-    const std::vector<int64_t> sel = Selection(ctx, topk, r);
-    const int64_t n = static_cast<int64_t>(sel.size());
-    s.resize(n);
-    kn.resize(n);
-    kr.resize(n);
-    v.resize(n);
-    for (int64_t h = 0; h < H; ++h) {
-      const float* qh = q + (r * H + h) * Dq;  // [Dn | Dr]
-      for (int64_t i = 0; i < n; ++i) {
-        kn[i] = kvb.data() + (sel[i] * H + h) * Dkv;
-        kr[i] = kpe[sel[i]];
-        v[i] = kn[i] + Dn;
+}
+
+// Reads the cache rows that rows [r0, r1) attend into s.rows, with s.slot mapping position →
+// row: every position up to the last row when `all` (or when no row is sparse), else positions
+// 0..p of the dense rows and the union of the sparse rows' selections. Returns the count.
+int64_t ReadAttendedRows(const LayerContext& ctx, int64_t seq, int64_t layer, int64_t r0,
+                         int64_t r1, bool all, const int32_t* topk, MlaScratch& s) {
+  const int64_t W = ctx.c.kv_lora_rank + ctx.c.qk_rope_head_dim, S = ctx.pos[r1 - 1] + 1;
+  int32_t* slot = Grow(s.slot, S);
+  int64_t* read = Grow(s.read, S);
+  int64_t u = 0;
+  if (all || !IsSparse(ctx, topk, r1 - 1)) {
+    for (int64_t t = 0; t < S; ++t) slot[t] = static_cast<int32_t>(t), read[u++] = t;
+  } else {
+    std::fill(slot, slot + S, -1);
+    for (int64_t r = r0; r < r1; ++r) {
+      if (IsSparse(ctx, topk, r)) {
+        ForSelected(ctx, topk, r, [&](int64_t t) { slot[t] = 0; });
+      } else {
+        std::fill(slot, slot + ctx.pos[r] + 1, 0);
       }
-      ctx.kt.attend(qh, qh + Dn, Dn, Dr, kn.data(), kr.data(), v.data(), Dv, n, scale, s.data(),
-                    o + ((r - g.begin) * H + h) * Dv);
+    }
+    for (int64_t t = 0; t < S; ++t) {
+      if (slot[t] == 0) slot[t] = static_cast<int32_t>(u), read[u++] = t;
     }
   }
+  float* rows = Grow(s.rows, u * W);
+  for (int64_t i = 0; i < u; ++i) ctx.kv.ReadMlaRow(seq, layer, read[i], rows + i * W);
+  return u;
 }
 
-// Absorbed form (§3.5) for the rows of one sequence; writes o [rows, H·Dv].
-// note: W_UK[h]ᵀ·q_nope is a transposed product the kernel table has no entry for yet; it is a
-// plain loop here (a decode-speed kernel will want W_UK pre-transposed).
-void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t layer,
-                    const RowGroup& g, const float* q, const int32_t* topk, float* o) {
+// Multiply-adds of rows [r0, r1) attended in one form. Expanded: decompress every position up
+// to the last row once, then MHA over each row's whole prefix (sparse rows mask theirs).
+// Absorbed: q into latent and o out of it per row, MQA over the row's keys.
+int64_t FormCost(const LayerContext& ctx, const int32_t* topk, int64_t heads, int64_t r0,
+                 int64_t r1, bool absorbed) {
+  if (r0 == r1) return 0;
+  const ModelConfig& c = ctx.c;
+  const int64_t Rkv = c.kv_lora_rank, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim,
+                Dv = c.v_head_dim;
+  int64_t prefix = 0, selected = 0;  // Σ (p + 1), Σ attended keys
+  for (int64_t r = r0; r < r1; ++r) {
+    prefix += ctx.pos[r] + 1;
+    selected += IsSparse(ctx, topk, r) ? c.index_topk : ctx.pos[r] + 1;
+  }
+  if (absorbed) return heads * ((r1 - r0) * Rkv * (Dn + Dv) + selected * (2 * Rkv + Dr));
+  return heads * ((ctx.pos[r1 - 1] + 1) * Rkv * (Dn + Dv) + prefix * (Dn + Dr + Dv));
+}
+
+// Worker buffers: kernel scratch for m rows, 3 pointer arrays of n, m limits.
+struct WorkerBufs {
+  float* scratch;
+  const float** ka;
+  const float** kb;
+  const float** v;
+  int64_t* lim;
+};
+
+WorkerBufs Worker(MlaScratch& s, int worker, int64_t m, int64_t n) {
+  const int64_t fs = AttendRowsScratch(m);
+  return {s.w_scratch.data() + worker * fs, s.w_ptr.data() + worker * 3 * n,
+          s.w_ptr.data() + worker * 3 * n + n, s.w_ptr.data() + worker * 3 * n + 2 * n,
+          s.w_lim.data() + worker * m};
+}
+
+void ReserveWorkers(MlaScratch& s, int workers, int64_t m, int64_t n) {
+  Grow(s.w_scratch, workers * AttendRowsScratch(m));
+  Grow(s.w_ptr, workers * 3 * n);
+  Grow(s.w_lim, workers * m);
+}
+
+// y_h [m, n] (at y + h·y_head, row stride ldy) = x_h [m, k] (at x + h·x_head, row stride ldx) ·
+// W_hᵀ for every head h, W_h the n rows of `w` from h·w_head. For bf16 / fp32 weights one pool
+// call over the heads, each head's GEMM on one worker (a decode step makes 2 such calls per
+// layer instead of 2·H threaded GEMMs); the kernel computes every element as the threaded GEMM
+// does, so the results are the same bits. MXFP4: a threaded Linear per head through `tmp`.
+void PerHeadGemm(const LayerContext& ctx, const float* x, int64_t ldx, int64_t x_head, int64_t m,
+                 const LinearWeight& w, int64_t w_head, int64_t n, float* y, int64_t ldy,
+                 int64_t y_head, std::vector<float>& tmp) {
+  const int64_t H = (w.n - n) / w_head + 1, k = w.k;
+  if (w.is_mxfp4()) {
+    float* xt = Grow(tmp, m * (k + n));
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t i = 0; i < m; ++i) std::copy_n(x + h * x_head + i * ldx, k, xt + i * k);
+      Linear(KvBKernels(ctx), ctx.pool, xt, m, w.Rows(h * w_head, n), xt + m * k);
+      for (int64_t i = 0; i < m; ++i) std::copy_n(xt + m * k + i * n, n, y + h * y_head + i * ldy);
+    }
+    return;
+  }
+  ctx.pool.parallel_for(0, H, [&](int64_t lo, int64_t hi, int) {
+    for (int64_t h = lo; h < hi; ++h) {
+      if (w.dtype == DType::kBF16) {
+        KvBKernels(ctx).gemm_bf16(x + h * x_head, ldx, w.bf16 + h * w_head * k, k, y + h * y_head,
+                                  ldy, m, n, k, {});
+      } else {
+        KvBKernels(ctx).gemm_f32(x + h * x_head, ldx, w.f32 + h * w_head * k, k, y + h * y_head,
+                                 ldy, m, n, k, {});
+      }
+    }
+  });
+}
+
+// Expanded form (§3.4) for rows [r0, r1) of group g; o [rows, H·Dv] holds row r0 first. Every
+// position up to the last row is decompressed once; each (query tile, head) task is one
+// attend_rows call over the tile's causal prefix, sparse rows masked to their top-k set.
+void AttendExpanded(const LayerContext& ctx, const AttentionWeights& w, int64_t layer,
+                    const RowGroup& g, int64_t r0, int64_t r1, const float* q, const int32_t* topk,
+                    float* o) {
   const ModelConfig& c = ctx.c;
   const int64_t H = w.heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim, Dv = c.v_head_dim,
-                Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv;
-  const int64_t m = g.end - g.begin;
+                Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv, W = Rkv + Dr;
+  MlaScratch& s = MlaBuffers();
+  const int64_t U = ReadAttendedRows(ctx, g.seq, layer, r0, r1, /*all=*/true, topk, s);
+  float* lat = Grow(s.lat, U * Rkv);  // [U, Rkv]
+  for (int64_t i = 0; i < U; ++i) std::copy_n(s.rows.data() + i * W, Rkv, lat + i * Rkv);
+  float* kvb = Grow(s.kvb, U * H * Dkv);  // [U, H, Dn+Dv]: k_nope | v per head
+  Linear(KvBKernels(ctx), ctx.pool, lat, U, w.kv_b_proj, kvb);
   const float scale = static_cast<float>(c.softmax_scale());
-  // q_lat[h] [m, Rkv] = q_nope[h] [m, Dn] · W_UK[h], one GEMM per head over the group's rows.
-  std::vector<float> qn(m * Dn), q_lat(H * m * Rkv), o_lat(H * m * Rkv), s;
-  std::vector<const float*> lat, pe;
-  for (int64_t h = 0; h < H; ++h) {
-    for (int64_t i = 0; i < m; ++i) {
-      std::copy_n(q + ((g.begin + i) * H + h) * Dq, Dn, qn.data() + i * Dn);
-    }
-    Linear(KvBKernels(ctx), ctx.pool, qn.data(), m, w.kv_b_uk_t.Rows(h * Rkv, Rkv),
-           q_lat.data() + h * m * Rkv);
+  const float* rows = s.rows.data();
+  const int64_t m = r1 - r0;
+  // Sparse rows' masks [m, ldm]: bit t set when the row attends position t (dense rows: all).
+  const bool any_sparse = IsSparse(ctx, topk, r1 - 1);
+  const int64_t ldm = (U + 63) / 64;
+  uint64_t* mask = any_sparse ? Grow(s.mask, m * ldm) : nullptr;
+  for (int64_t i = 0; any_sparse && i < m; ++i) {
+    uint64_t* mi = mask + i * ldm;
+    const bool sparse = IsSparse(ctx, topk, r0 + i);
+    std::fill(mi, mi + ldm, sparse ? 0 : ~uint64_t{0});
+    if (sparse)
+      ForSelected(ctx, topk, r0 + i, [&](int64_t t) { mi[t / 64] |= uint64_t{1} << (t % 64); });
   }
-  for (int64_t r = g.begin; r < g.end; ++r) {
-    const int64_t i = r - g.begin;
-    const std::vector<int64_t> sel = Selection(ctx, topk, r);
-    std::vector<float> row_data(sel.size() * (Rkv + Dr));  // [sel, Rkv+Dr]
-    for (size_t t = 0; t < sel.size(); ++t) {
-      ctx.kv.ReadMlaRow(g.seq, layer, sel[t], row_data.data() + t * (Rkv + Dr));
+  // Tasks (query tile, head), tiles in zig-zag order (early tiles attend fewer keys), so any
+  // contiguous split of the tasks is balanced.
+  const int64_t n_tiles = (m + kQueryTile - 1) / kQueryTile;
+  ReserveWorkers(s, ctx.pool.size(), kQueryTile, U);
+  ctx.pool.parallel_for(0, n_tiles * H, [&](int64_t lo, int64_t hi, int worker) {
+    const WorkerBufs b = Worker(s, worker, kQueryTile, U);
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t z = task / H, h = task % H;
+      const int64_t tile = z % 2 == 0 ? z / 2 : n_tiles - 1 - z / 2;
+      const int64_t i0 = tile * kQueryTile, i1 = std::min(m, i0 + kQueryTile);
+      const int64_t n = ctx.pos[r0 + i1 - 1] + 1;
+      for (int64_t t = 0; t < n; ++t) {
+        b.ka[t] = kvb + (t * H + h) * Dkv;
+        b.kb[t] = rows + t * W + Rkv;
+        b.v[t] = b.ka[t] + Dn;
+      }
+      for (int64_t i = i0; i < i1; ++i) b.lim[i - i0] = ctx.pos[r0 + i] + 1;
+      const float* qh = q + ((r0 + i0) * H + h) * Dq;
+      ctx.kt.attend_rows(qh, H * Dq, qh + Dn, H * Dq, i1 - i0, Dn, Dr, b.ka, b.kb, b.v, Dv, n,
+                         b.lim, mask == nullptr ? nullptr : mask + i0 * ldm, ldm, scale, b.scratch,
+                         o + (i0 * H + h) * Dv, H * Dv);
     }
-    const int64_t n = static_cast<int64_t>(sel.size());
-    s.resize(n);
-    lat.resize(n);
-    pe.resize(n);
-    for (int64_t t = 0; t < n; ++t) {  // keys [latent | k_pe], values the latent
-      lat[t] = row_data.data() + t * (Rkv + Dr);
-      pe[t] = lat[t] + Rkv;
-    }
-    for (int64_t h = 0; h < H; ++h) {
-      const float* qh = q + (r * H + h) * Dq;
-      const float* ql = q_lat.data() + (h * m + i) * Rkv;
-      ctx.kt.attend(ql, qh + Dn, Rkv, Dr, lat.data(), pe.data(), lat.data(), Rkv, n, scale,
-                    s.data(), o_lat.data() + (h * m + i) * Rkv);
-    }
+  });
+}
+
+// Absorbed form (§3.5) for rows [r0, r1) of group g; o [rows, H·Dv] holds row r0 first. Only
+// the attended rows are read; each (query, head block) task is one attend_rows call (MQA: the
+// heads share the query's keys).
+void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t layer,
+                    const RowGroup& g, int64_t r0, int64_t r1, const float* q, const int32_t* topk,
+                    float* o) {
+  const ModelConfig& c = ctx.c;
+  const int64_t H = w.heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim, Dv = c.v_head_dim,
+                Rkv = c.kv_lora_rank, Dq = Dn + Dr, Dkv = Dn + Dv, W = Rkv + Dr;
+  MlaScratch& s = MlaBuffers();
+  const int64_t m = r1 - r0;
+  const float scale = static_cast<float>(c.softmax_scale());
+  // q_lat[h] [m, Rkv] = q_nope[h] [m, Dn] · W_UK[h], one GEMM per head over the rows.
+  float* q_lat = Grow(s.q_lat, H * m * Rkv);
+  float* o_lat = Grow(s.o_lat, H * m * Rkv);
+  PerHeadGemm(ctx, q + r0 * H * Dq, H * Dq, Dq, m, w.kv_b_uk_t, Rkv, Rkv, q_lat, Rkv, m * Rkv,
+              s.qn);
+  const int64_t U = ReadAttendedRows(ctx, g.seq, layer, r0, r1, /*all=*/false, topk, s);
+  const float* rows = s.rows.data();
+  const int32_t* slot = s.slot.data();
+  // Keys [latent | k_pe], values the latent. A dense row attends positions 0..p, which are
+  // rows 0..p (every position before the last dense row was read, in order): shared pointers.
+  const float** shared = Grow(s.ptr, 2 * U);
+  for (int64_t t = 0; t < U; ++t) {
+    shared[t] = rows + t * W;
+    shared[U + t] = shared[t] + Rkv;
   }
-  // o[h] [m, Dv] = o_lat[h] · W_UVᵀ, one GEMM per head.
-  std::vector<float> oh(m * Dv);
-  for (int64_t h = 0; h < H; ++h) {
-    Linear(KvBKernels(ctx), ctx.pool, o_lat.data() + h * m * Rkv, m,
-           w.kv_b_proj.Rows(h * Dkv + Dn, Dv), oh.data());
-    for (int64_t i = 0; i < m; ++i) std::copy_n(oh.data() + i * Dv, Dv, o + (i * H + h) * Dv);
-  }
+  // Tasks (query, head block), queries in zig-zag order; few queries split the heads so every
+  // worker has work.
+  const int64_t workers = ctx.pool.size();
+  const int64_t n_blocks = m >= workers ? 1 : std::min<int64_t>(H, (workers + m - 1) / m);
+  const int64_t hb = (H + n_blocks - 1) / n_blocks;
+  ReserveWorkers(s, ctx.pool.size(), hb, c.index_topk);
+  ctx.pool.parallel_for(0, m * n_blocks, [&](int64_t lo, int64_t hi, int worker) {
+    const WorkerBufs b = Worker(s, worker, hb, c.index_topk);
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t z = task / n_blocks, h0 = (task % n_blocks) * hb, h1 = std::min(H, h0 + hb);
+      const int64_t i = z % 2 == 0 ? z / 2 : m - 1 - z / 2;  // zig-zag: dense rows grow in cost
+      if (h0 >= h1) continue;
+      int64_t n = 0;
+      const float* const* ka = shared;
+      const float* const* kb = shared + U;
+      if (IsSparse(ctx, topk, r0 + i)) {
+        ForSelected(ctx, topk, r0 + i, [&](int64_t t) {
+          b.ka[n] = rows + slot[t] * W;
+          b.kb[n] = b.ka[n] + Rkv;
+          ++n;
+        });
+        ka = b.ka;
+        kb = b.kb;
+      } else {
+        n = ctx.pos[r0 + i] + 1;
+      }
+      const float* qb = q + ((r0 + i) * H + h0) * Dq + Dn;
+      ctx.kt.attend_rows(q_lat + (h0 * m + i) * Rkv, m * Rkv, qb, Dq, h1 - h0, Rkv, Dr, ka, kb, ka,
+                         Rkv, n, nullptr, nullptr, 0, scale, b.scratch, o_lat + (h0 * m + i) * Rkv,
+                         m * Rkv);
+    }
+  });
+  // o[h] [m, Dv] = o_lat[h] · W_UVᵀ, one GEMM per head, straight into o's head columns.
+  PerHeadGemm(ctx, o_lat, Rkv, m * Rkv, m, w.kv_b_proj.Rows(Dn, (H - 1) * Dkv + Dv), Dkv, Dv, o,
+              H * Dv, Dv, s.oh);
 }
 
 }  // namespace
@@ -165,16 +318,14 @@ void MlaProject(const LayerContext& ctx, const AttentionWeights& w, int64_t laye
       ctx.kt.rope(q + (r * H + h) * Dq + Dn, Dr, ctx.cos(r), ctx.sin(r), c.rope_interleave);
     }
   }
-  std::vector<float> kv(T * (Rkv + Dr));  // [T, Rkv+Dr]
-  Linear(ctx.kt, ctx.pool, a, T, w.kv_a_proj_with_mqa, kv.data());
-  std::vector<float> row(Rkv + Dr);  // [latent c | k_pe]
+  float* kv = Grow(MlaBuffers().kv, T * (Rkv + Dr));  // [T, Rkv+Dr] → [latent c | k_pe] in place
+  Linear(ctx.kt, ctx.pool, a, T, w.kv_a_proj_with_mqa, kv);
   for (const RowGroup& g : ctx.groups) {
     for (int64_t r = g.begin; r < g.end; ++r) {
-      const float* src = kv.data() + r * (Rkv + Dr);
-      ctx.kt.rms_norm(src, w.kv_a_layernorm.data(), eps, Rkv, row.data());
-      std::copy(src + Rkv, src + Rkv + Dr, row.data() + Rkv);
-      ctx.kt.rope(row.data() + Rkv, Dr, ctx.cos(r), ctx.sin(r), c.rope_interleave);
-      ctx.kv.WriteMlaRow(g.seq, layer, ctx.pos[r], row.data());
+      float* row = kv + r * (Rkv + Dr);
+      ctx.kt.rms_norm(row, w.kv_a_layernorm.data(), eps, Rkv, row);
+      ctx.kt.rope(row + Rkv, Dr, ctx.cos(r), ctx.sin(r), c.rope_interleave);
+      ctx.kv.WriteMlaRow(g.seq, layer, ctx.pos[r], row);
     }
   }
 }
@@ -183,16 +334,42 @@ void MlaAttend(const LayerContext& ctx, const AttentionWeights& w, int64_t layer
                const int32_t* topk, float* out) {
   const ModelConfig& c = ctx.c;
   const int64_t T = ctx.rows(), H = w.heads, Dv = c.v_head_dim;
-  std::vector<float> o(T * H * Dv, std::numeric_limits<float>::quiet_NaN());  // [T, H·Dv]
+  float* o = Grow(MlaBuffers().o, T * H * Dv);  // [T, H·Dv]
+  std::fill(o, o + T * H * Dv, std::numeric_limits<float>::quiet_NaN());
   for (const RowGroup& g : ctx.groups) {
-    float* og = o.data() + g.begin * H * Dv;
-    if (UseAbsorbed(ctx, g)) {
-      AttendAbsorbed(ctx, w, layer, g, q, topk, og);
-    } else {
-      AttendExpanded(ctx, w, layer, g, q, topk, og);
+    int64_t split = g.begin;  // first sparse row (positions ascend: the dense rows lead)
+    while (split < g.end && !IsSparse(ctx, topk, split)) ++split;
+    // The cheapest of: all expanded, all absorbed, or dense rows expanded and sparse absorbed
+    // (dense absorbed with sparse expanded never wins: same decompression as all expanded, and
+    // absorbed dense attention costs more per key).
+    int64_t cut = g.begin;  // rows [g.begin, cut) expanded, [cut, g.end) absorbed
+    switch (ctx.opts.mla_form) {
+      case MlaForm::kExpanded:
+        cut = g.end;
+        break;
+      case MlaForm::kAbsorbed:
+        cut = g.begin;
+        break;
+      case MlaForm::kAuto: {
+        const int64_t all_exp = FormCost(ctx, topk, H, g.begin, g.end, false);
+        const int64_t all_abs = FormCost(ctx, topk, H, g.begin, g.end, true);
+        const int64_t mixed = FormCost(ctx, topk, H, g.begin, split, false) +
+                              FormCost(ctx, topk, H, split, g.end, true);
+        const int64_t best = std::min({all_exp, all_abs, mixed});
+        cut = best == all_exp ? g.end : best == mixed ? split : g.begin;
+        if (g.end - g.begin == 1) cut = g.begin;  // decode: absorbed (even at position 0)
+        // note: a tensor-parallel shard stays absorbed: with the expanded plans its prefill
+        // logits differ from the whole model's by ~0.75 on tiny-glm52 (ModelParallelTest
+        // tp2), cause not yet found; the unsharded forms agree (model_equivalence_test.cpp).
+        if (ctx.opts.comm != nullptr) cut = g.begin;
+        break;
+      }
     }
+    if (cut > g.begin)
+      AttendExpanded(ctx, w, layer, g, g.begin, cut, q, topk, o + g.begin * H * Dv);
+    if (cut < g.end) AttendAbsorbed(ctx, w, layer, g, cut, g.end, q, topk, o + cut * H * Dv);
   }
-  Linear(ctx.kt, ctx.pool, o.data(), T, w.o_proj, out);  // [T, D]
+  Linear(ctx.kt, ctx.pool, o, T, w.o_proj, out);  // [T, D]
 }
 
 }  // namespace mx

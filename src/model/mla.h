@@ -3,9 +3,10 @@
 //   MlaProject: a → cq (normed q latent), q (per head [nope | rope], rope rotated), and the
 //               layer's KV rows [latent c | k_pe] written for every row's position.
 //   MlaAttend:  q + cached rows (restricted to each row's top-k set) → attention output.
-// Both forms are available: expanded (k_nope/v materialised from the latent for every cached
-// token: prefill) and absorbed (queries moved into latent space: MQA over the 576-d cache:
-// decode). They are equal up to fp32 rounding (mla_test.cpp).
+// Both forms are available: expanded (k_nope/v materialised from the latent for the cached
+// positions: a long prompt) and absorbed (queries moved into latent space: MQA over the 576-d
+// cache: decode, small chunks after a long context); mla.cpp picks per sequence by FLOP cost.
+// They are equal up to fp32 rounding (model_equivalence_test.cpp, long_prompt_test.cpp).
 // Legend: T rows, D hidden_size, H heads, Dn/Dr/Dv head dims, Rq q_lora_rank,
 // Rkv kv_lora_rank, K index_topk.
 #pragma once

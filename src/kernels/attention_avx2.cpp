@@ -1,0 +1,75 @@
+// The attention and indexer kernels at the AVX2 level: attention_simd.inc over 8-lane vectors
+// (maskload / maskstore for tails), 2 query rows per register tile (16 registers).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/attention_kernels.h"
+
+namespace mx::avx2 {
+
+namespace {
+
+struct V {
+  using Reg = __m256;
+  static constexpr int kW = 8;
+  static constexpr int kRows = 2;          // 8 score / 8 value accumulators of 16 registers
+  static constexpr int kIndexerHeads = 2;  // 2 heads × 2 panels × 2 vectors accumulators
+  static __m256i M(int cnt) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(cnt), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static Reg Zero() { return _mm256_setzero_ps(); }
+  static Reg Set1(float x) { return _mm256_set1_ps(x); }
+  static Reg Load(const float* p) { return _mm256_loadu_ps(p); }
+  static Reg LoadN(const float* p, int cnt) { return _mm256_maskload_ps(p, M(cnt)); }
+  static void Store(float* p, Reg x) { _mm256_storeu_ps(p, x); }
+  static void StoreN(float* p, Reg x, int cnt) { _mm256_maskstore_ps(p, M(cnt), x); }
+  static Reg Mask(Reg x, int cnt) { return _mm256_and_ps(x, _mm256_castsi256_ps(M(cnt))); }
+  static Reg Fma(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static Reg Mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
+  static Reg Add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
+  static Reg Sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
+  static Reg Max(Reg a, Reg b) { return _mm256_max_ps(a, b); }
+  static float ReduceAdd(Reg x) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static float ReduceMax(Reg x) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  // e^x as kernels_avx2.cpp (Cephes degree 6; below -87.3 → 0).
+  static Reg Exp(Reg x) {
+    const __m256 lo = _mm256_set1_ps(-87.33654f);
+    const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    x = _mm256_min_ps(_mm256_set1_ps(88.3f), x);
+    x = _mm256_max_ps(lo, x);
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_andnot_ps(underflow, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+  }
+};
+
+}  // namespace
+
+#include "kernels/attention_simd.inc"
+
+}  // namespace mx::avx2

@@ -1,0 +1,59 @@
+// The attention and indexer kernels at the AVX-512 level: attention_simd.inc over 16-lane
+// vectors (masked loads and stores for tails), 4 query rows per register tile.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/attention_kernels.h"
+
+namespace mx::avx512 {
+
+namespace {
+
+struct V {
+  using Reg = __m512;
+  static constexpr int kW = 16;
+  static constexpr int kRows = 4;          // 16 score / 16 value accumulators of 32 registers
+  static constexpr int kIndexerHeads = 8;  // 8 heads × 2 panels accumulators
+  static __mmask16 M(int cnt) { return static_cast<__mmask16>((1u << cnt) - 1u); }
+  static Reg Zero() { return _mm512_setzero_ps(); }
+  static Reg Set1(float x) { return _mm512_set1_ps(x); }
+  static Reg Load(const float* p) { return _mm512_loadu_ps(p); }
+  static Reg LoadN(const float* p, int cnt) { return _mm512_maskz_loadu_ps(M(cnt), p); }
+  static void Store(float* p, Reg x) { _mm512_storeu_ps(p, x); }
+  static void StoreN(float* p, Reg x, int cnt) { _mm512_mask_storeu_ps(p, M(cnt), x); }
+  static Reg Mask(Reg x, int cnt) { return _mm512_maskz_mov_ps(M(cnt), x); }
+  static Reg Fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static Reg Mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
+  static Reg Add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
+  static Reg Sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
+  static Reg Max(Reg a, Reg b) { return _mm512_max_ps(a, b); }
+  static float ReduceAdd(Reg x) { return _mm512_reduce_add_ps(x); }
+  static float ReduceMax(Reg x) { return _mm512_reduce_max_ps(x); }
+  // e^x as ops_avx512.cpp (Cephes degree 6, vscalefps); x ≤ 0 here.
+  static Reg Exp(Reg x) {
+    x = _mm512_min_ps(_mm512_set1_ps(88.7228f), x);
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+  }
+};
+
+}  // namespace
+
+#include "kernels/attention_simd.inc"
+
+}  // namespace mx::avx512

@@ -1,0 +1,78 @@
+// Attention and DSA-indexer kernels (glm-moe-dsa.md §3.4–§3.6), reached through the KernelTable
+// entries attend_rows, indexer_scores and topk_set. This header holds their shapes, layouts and
+// per-level declarations; the scalar twins are attention_ref.cpp, the vector levels
+// attention_avx2.cpp / attention_avx512.cpp (both built from attention_simd.inc).
+// Legend: m query rows sharing one key set, n keys, da/db the two parts of a key, dv value
+// width, Hi index_n_heads, Di index_head_dim, P kIndexerPanel.
+#pragma once
+
+#include <cstdint>
+
+namespace mx {
+
+// attend_rows processes keys in blocks of this many (online softmax); its scratch holds
+// AttendRowsScratch(m) floats.
+inline constexpr int64_t kAttendKeyBlock = 64;
+inline constexpr int64_t AttendRowsScratch(int64_t m) { return m * (kAttendKeyBlock + 3); }
+
+// The indexer's key layout: keys in panels of P positions, each panel [Di, P] (dimension-major,
+// so one vector load holds one dimension of P keys and a score needs no horizontal sum). A
+// panel set for n keys holds IndexerPanelFloats(n, Di) floats; the positions past n in the
+// last panel are zero.
+inline constexpr int64_t kIndexerPanel = 16;
+inline constexpr int64_t IndexerPanelFloats(int64_t n, int64_t di) {
+  return (n + kIndexerPanel - 1) / kIndexerPanel * kIndexerPanel * di;
+}
+// Where dimension d of key t lives in a panel set.
+inline constexpr int64_t IndexerPanelIndex(int64_t t, int64_t d, int64_t di) {
+  return (t / kIndexerPanel) * kIndexerPanel * di + d * kIndexerPanel + t % kIndexerPanel;
+}
+// topk_set's scratch holds TopKSetScratch(n) int32s.
+inline constexpr int64_t TopKSetScratch(int64_t n) { return n + 2048; }
+
+// The entries' signatures (documented on KernelTable in kernels.h).
+using AttendRowsFn = void (*)(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb,
+                              int64_t m, int64_t da, int64_t db, const float* const* ka,
+                              const float* const* kb, const float* const* v, int64_t dv, int64_t n,
+                              const int64_t* lim, const uint64_t* mask, int64_t ldm, float scale,
+                              float* scratch, float* out, int64_t ldo);
+using IndexerScoresFn = void (*)(const float* q, const float* w, int64_t hi, int64_t di,
+                                 const float* panels, int64_t n, float scale, float* out);
+using TopKSetFn = void (*)(const float* scores, int64_t n, int64_t k, int32_t* out,
+                           int32_t* scratch);
+
+namespace ref {
+void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m, int64_t da,
+                int64_t db, const float* const* ka, const float* const* kb, const float* const* v,
+                int64_t dv, int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
+                float scale, float* scratch, float* out, int64_t ldo);
+void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,
+                   int64_t n, float scale, float* out);
+// The slow twin of topk_set: a partial sort, then the set sorted by position.
+void TopKSet(const float* scores, int64_t n, int64_t k, int32_t* out, int32_t* scratch);
+}  // namespace ref
+
+// Radix select (every vector level uses it): scores mapped to order-preserving uint32 keys, the
+// k-th largest key found by histograms of 11, 11 and 10 bits over the surviving candidates, then
+// one pass emits the positions above it and the lowest-positioned ties. O(n), no sort.
+void RadixTopKSet(const float* scores, int64_t n, int64_t k, int32_t* out, int32_t* scratch);
+
+namespace avx2 {
+void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m, int64_t da,
+                int64_t db, const float* const* ka, const float* const* kb, const float* const* v,
+                int64_t dv, int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
+                float scale, float* scratch, float* out, int64_t ldo);
+void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,
+                   int64_t n, float scale, float* out);
+}  // namespace avx2
+
+namespace avx512 {
+void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m, int64_t da,
+                int64_t db, const float* const* ka, const float* const* kb, const float* const* v,
+                int64_t dv, int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
+                float scale, float* scratch, float* out, int64_t ldo);
+void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,
+                   int64_t n, float scale, float* out);
+}  // namespace avx512
+
+}  // namespace mx
