@@ -358,10 +358,6 @@ void MlaAttend(const LayerContext& ctx, const AttentionWeights& w, int64_t layer
         const int64_t best = std::min({all_exp, all_abs, mixed});
         cut = best == all_exp ? g.end : best == mixed ? split : g.begin;
         if (g.end - g.begin == 1) cut = g.begin;  // decode: absorbed (even at position 0)
-        // note: a tensor-parallel shard stays absorbed: with the expanded plans its prefill
-        // logits differ from the whole model's by ~0.75 on tiny-glm52 (ModelParallelTest
-        // tp2), cause not yet found; the unsharded forms agree (model_equivalence_test.cpp).
-        if (ctx.opts.comm != nullptr) cut = g.begin;
         break;
       }
     }
