@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "kernels/attention_kernels.h"
+#include "kernels/exp_avx512.h"
 
 namespace mx::avx512 {
 
@@ -34,22 +35,7 @@ struct V {
   static float ReduceAdd(Reg x) { return _mm512_reduce_add_ps(x); }
   static float ReduceMax(Reg x) { return _mm512_reduce_max_ps(x); }
   // e^x as ops_avx512.cpp (Cephes degree 6, vscalefps); x ≤ 0 here.
-  static Reg Exp(Reg x) {
-    x = _mm512_min_ps(_mm512_set1_ps(88.7228f), x);
-    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    return _mm512_scalef_ps(p, n);
-  }
+  static Reg Exp(Reg x) { return ExpAvx512(x); }
 };
 
 }  // namespace
