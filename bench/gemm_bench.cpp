@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
     const int64_t n = std::stoll(sh.substr(0, xpos)), k = std::stoll(sh.substr(xpos + 1));
     std::vector<uint16_t> wb(n * k);
     for (auto& w : wb) w = mx::F32ToBf16(0.02f * nd(rng));
-    std::vector<uint8_t> wq(n * k / 2), we(n * k / 32);
+    std::vector<uint8_t> wq(mx::Mxfp4PackedCodeBytes(n, k)), we(mx::Mxfp4PackedScaleBytes(n, k));
     for (auto& q : wq) q = static_cast<uint8_t>(rng());
     for (auto& e : we) e = static_cast<uint8_t>(118 + rng() % 8);
     for (int64_t m : Ints(a["m"])) {

@@ -42,9 +42,9 @@ const Weights& Get(int64_t m, int64_t n, int64_t k) {
     std::mt19937 rng(1);
     std::uniform_int_distribution<int> byte(0, 255), ex(120, 130);
     std::normal_distribution<float> nd;
-    w.q.resize(n * k / 2);
+    w.q.resize(Mxfp4PackedCodeBytes(n, k));
     for (auto& v : w.q) v = uint8_t(byte(rng));
-    w.e.resize(n * k / 32);
+    w.e.resize(Mxfp4PackedScaleBytes(n, k));
     for (auto& v : w.e) v = uint8_t(ex(rng));
     w.bf16.resize(n * k);
     for (auto& v : w.bf16) v = F32ToBf16(nd(rng));

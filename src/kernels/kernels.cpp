@@ -334,12 +334,14 @@ std::string KernelSelfTest(const KernelTable& t) {
     std::vector<uint8_t> wq(n * kq / 2), we(n * kq / 32);
     for (size_t i = 0; i < wq.size(); ++i) wq[i] = static_cast<uint8_t>(i * 37 + 11);
     for (size_t i = 0; i < we.size(); ++i) we[i] = static_cast<uint8_t>(124 + i % 6);
+    std::vector<uint8_t> pq(Mxfp4PackedCodeBytes(n, kq)), pe(Mxfp4PackedScaleBytes(n, kq));
+    PackMxfp4(wq.data(), we.data(), n, kq, pq.data(), pe.data());
     std::vector<BlockQ8> q(m * kq / 32);
     const auto xq = KnownInputs(m * kq, 3);
     for (int64_t i = 0; i < m; ++i) QuantizeRowQ8(xq.data() + i * kq, kq, q.data() + i * kq / 32);
     std::vector<float> want(m * n, nan), got(m * n, nan);
-    ref::GemmMxfp4(q.data(), m, wq.data(), we.data(), want.data(), n, n, kq, {});
-    t.gemm_mxfp4(q.data(), m, wq.data(), we.data(), got.data(), n, n, kq, {});
+    ref::GemmMxfp4(q.data(), m, pq.data(), pe.data(), kq, 0, n, want.data(), n, {});
+    t.gemm_mxfp4(q.data(), m, pq.data(), pe.data(), kq, 0, n, got.data(), n, {});
     if (!Close(got, want, kTol)) return "gemm_mxfp4";
   }
   return "";

@@ -1,4 +1,5 @@
-// Activation quantization, the scalar MXFP4 GEMM (the slow twin) and the threaded wrapper.
+// Activation quantization, the packed weight layout, the scalar MXFP4 GEMM (the slow twin) and
+// the threaded wrapper.
 #include "kernels/mxfp4.h"
 
 #include <algorithm>
@@ -6,12 +7,14 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <new>
 #include <vector>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include "base/check.h"
 #include "kernels/kernels.h"
-#include "kernels/mxfp4_tiled.h"
 
 namespace mx {
 
@@ -20,8 +23,9 @@ float E8M0Half(uint8_t e) {
   return std::bit_cast<float>(0x00200000u << e);  // 2^-128, 2^-127 (fp32 subnormals)
 }
 
-void QuantizeRowQ8(const float* x, int64_t k, BlockQ8* out) {
-  MX_CHECK_EQ(k % 32, 0);
+namespace {
+
+void QuantizeBlocksScalar(const float* x, int64_t k, BlockQ8* out) {
   for (int64_t b = 0; b < k / 32; ++b) {
     const float* xb = x + b * 32;
     float amax = 0.0f;
@@ -39,54 +43,107 @@ void QuantizeRowQ8(const float* x, int64_t k, BlockQ8* out) {
   }
 }
 
-Q8Panel::Q8Panel(const BlockQ8* x, int64_t m, int64_t nb)
-    : nb_(nb), nbp_((nb + 15) / 16 * 16), buf_(nullptr) {
-  const size_t bytes = static_cast<size_t>(std::max<int64_t>(m, 1) * nbp_ * kBytesPerBlock);
-  buf_.reset(static_cast<uint8_t*>(::operator new (bytes, std::align_val_t{64})));
-  std::memset(buf_.get(), 0, bytes);
-  for (int64_t i = 0; i < m; ++i) {
-    uint8_t* row = buf_.get() + i * nbp_ * kBytesPerBlock;  // the layout lo(), hi(), ... read
-    int8_t* lo = reinterpret_cast<int8_t*>(row);
-    int8_t* hi = reinterpret_cast<int8_t*>(row + nbp_ * 16);
-    int32_t* bias = reinterpret_cast<int32_t*>(row + nbp_ * 32);
-    float* d = reinterpret_cast<float*>(row + nbp_ * 48);
+#if defined(__AVX2__)
+// The same arithmetic 8 lanes at a time (cvtps rounds half to even, as lrintf does by default).
+void QuantizeBlocksAvx2(const float* x, int64_t k, BlockQ8* out) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256i lim = _mm256_set1_epi32(127), nlim = _mm256_set1_epi32(-127);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int64_t b = 0; b < k / 32; ++b) {
+    const float* xb = x + b * 32;
+    __m256 v[4];
+    for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(xb + 8 * i);
+    __m256 m =
+        _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                      _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    const float amax = _mm_cvtss_f32(h);
+    BlockQ8& o = out[b];
+    o.d = amax / 127.0f;
+    const __m256 inv = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+    __m256i q[4];
+    for (int i = 0; i < 4; ++i) {
+      q[i] = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(v[i], inv)), nlim),
+                              lim);
+    }
+    const __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+    o.sum = _mm_cvtsi128_si32(s4);
+    const __m256i w16 =
+        _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o.qs), _mm256_permutevar8x32_epi32(w16, order));
+  }
+}
+#endif
+
+}  // namespace
+
+void QuantizeRowQ8(const float* x, int64_t k, BlockQ8* out) {
+  MX_CHECK_EQ(k % 32, 0);
+#if defined(__AVX2__)
+  QuantizeBlocksAvx2(x, k, out);
+#else
+  QuantizeBlocksScalar(x, k, out);
+#endif
+}
+
+namespace ref {
+void QuantizeRowQ8(const float* x, int64_t k, BlockQ8* out) {
+  MX_CHECK_EQ(k % 32, 0);
+  QuantizeBlocksScalar(x, k, out);
+}
+}  // namespace ref
+
+void PackMxfp4(const uint8_t* q, const uint8_t* e, int64_t n, int64_t k, uint8_t* pq, uint8_t* pe) {
+  MX_CHECK_EQ(k % 32, 0);
+  const int64_t nb = k / 32;
+  std::memset(pq, 0, static_cast<size_t>(Mxfp4PackedCodeBytes(n, k)));
+  std::memset(pe, 0, static_cast<size_t>(Mxfp4PackedScaleBytes(n, k)));
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t g = j / kMxRowGroup, l = j % kMxRowGroup;
     for (int64_t b = 0; b < nb; ++b) {
-      const BlockQ8& xb = x[i * nb + b];
-      std::memcpy(lo + b * 16, xb.qs, 16);
-      std::memcpy(hi + b * 16, xb.qs + 16, 16);
-      for (int l = 0; l < 4; ++l) {
-        int32_t s = 0;
-        for (int t = 4 * l; t < 4 * l + 4; ++t) s += xb.qs[t] + xb.qs[16 + t];
-        bias[b * 4 + l] = -12 * s;
-      }
-      d[b] = xb.d;
+      uint8_t* block = pq + (g * nb + b) * kMxGroupBlockBytes + 4 * l;
+      for (int s = 0; s < 16; ++s) block[(s / 4) * 64 + s % 4] = q[j * (k / 2) + b * 16 + s];
+      pe[(g * nb + b) * kMxRowGroup + l] = e[j * nb + b];
     }
   }
 }
 
-void Q8Panel::Free::operator()(uint8_t* p) const { ::operator delete (p, std::align_val_t{64}); }
+void UnpackMxfp4Row(const uint8_t* pq, const uint8_t* pe, int64_t k, int64_t j, uint8_t* q,
+                    uint8_t* e) {
+  const int64_t nb = k / 32, g = j / kMxRowGroup, l = j % kMxRowGroup;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* block = pq + (g * nb + b) * kMxGroupBlockBytes + 4 * l;
+    for (int s = 0; s < 16; ++s) q[b * 16 + s] = block[(s / 4) * 64 + s % 4];
+    e[b] = pe[(g * nb + b) * kMxRowGroup + l];
+  }
+}
 
 namespace ref {
 
-void GemmMxfp4(const BlockQ8* x, int64_t m, const uint8_t* wq, const uint8_t* we, float* y,
-               int64_t ldy, int64_t n, int64_t k, GemmTiling /*t: loop order only*/) {
+void GemmMxfp4(const BlockQ8* x, int64_t m, const uint8_t* wq, const uint8_t* we, int64_t k,
+               int64_t r0, int64_t r1, float* y, int64_t ldy, GemmTiling /*t: loop order only*/) {
   static constexpr int8_t kLut[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
   const int64_t nb = k / 32;
-  for (int64_t j = 0; j < n; ++j) {
-    const uint8_t* qj = wq + j * (k / 2);
-    const uint8_t* ej = we + j * nb;
+  std::vector<uint8_t> q(k / 2), e(nb);  // row j in split-half order
+  for (int64_t j = r0; j < r1; ++j) {
+    UnpackMxfp4Row(wq, we, k, j, q.data(), e.data());
     for (int64_t i = 0; i < m; ++i) {
       const BlockQ8* xi = x + i * nb;
       float acc = 0.0f;
       for (int64_t b = 0; b < nb; ++b) {
         int32_t s = 0;
         for (int t = 0; t < 16; ++t) {
-          const uint8_t byte = qj[b * 16 + t];
+          const uint8_t byte = q[b * 16 + t];
           s += kLut[byte & 0xf] * xi[b].qs[t] + kLut[byte >> 4] * xi[b].qs[t + 16];
         }
-        acc += xi[b].d * E8M0Half(ej[b]) * static_cast<float>(s);
+        acc = std::fma(static_cast<float>(s), xi[b].d * E8M0Half(e[b]), acc);
       }
-      y[i * ldy + j] = acc;
+      y[i * ldy + (j - r0)] = acc;
     }
   }
 }
@@ -105,13 +162,14 @@ void GemmMxfp4(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t 
     for (int64_t i = lo; i < hi; ++i) QuantizeRowQ8(x + i * k, k, xq.data() + i * nb);
   });
   const GemmMxfp4Fn fn = kt.gemm_mxfp4 != nullptr ? kt.gemm_mxfp4 : ref::GemmMxfp4;
-  constexpr int64_t kMinRowsPerWorker = 16;
-  if (pool.size() <= 1 || n < 2 * kMinRowsPerWorker || m * n * k < (1 << 16)) {
-    fn(xq.data(), m, wq, we, y, n, n, k, t);
+  const int64_t groups = Mxfp4Groups(n);
+  if (pool.size() <= 1 || groups < 2 || m * n * k < (1 << 16)) {
+    fn(xq.data(), m, wq, we, k, 0, n, y, n, t);
     return;
   }
-  pool.parallel_for(0, n, [&](int64_t lo, int64_t hi, int) {
-    fn(xq.data(), m, wq + lo * (k / 2), we + lo * nb, y + lo, n, hi - lo, k, t);
+  pool.parallel_for(0, groups, [&](int64_t lo, int64_t hi, int) {
+    const int64_t r0 = lo * kMxRowGroup, r1 = std::min(hi * kMxRowGroup, n);
+    fn(xq.data(), m, wq, we, k, r0, r1, y + r0, n, t);
   });
 }
 

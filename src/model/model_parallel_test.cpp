@@ -17,6 +17,7 @@
 
 #include "base/thread_pool.h"
 #include "kernels/kernels.h"
+#include "kernels/mxfp4.h"
 #include "model/kv_store.h"
 #include "model/model.h"
 #include "model/model_test_util.h"
@@ -250,8 +251,8 @@ TEST(ModelParallel, SlicedMxfp4ColumnsMustStay32Aligned) {
   w.dtype = DType::kU8;
   w.n = 2;
   w.k = 64;
-  w.owned_mx_q.resize(w.n * w.k / 2);
-  w.owned_mx_e.resize(w.n * w.k / 32);
+  w.owned_mx_q.resize(Mxfp4PackedCodeBytes(w.n, w.k));
+  w.owned_mx_e.resize(Mxfp4PackedScaleBytes(w.n, w.k));
   for (size_t i = 0; i < w.owned_mx_q.size(); ++i) w.owned_mx_q[i] = static_cast<uint8_t>(i * 37);
   for (size_t i = 0; i < w.owned_mx_e.size(); ++i) w.owned_mx_e[i] = static_cast<uint8_t>(120 + i);
   w.mx_q = w.owned_mx_q.data();

@@ -181,14 +181,22 @@ class ExpertRunner {
   // One parallel pass for gate, up and SiLU·up, one for down.
   void ColumnsFused(const Job& j) {
     QuantizeX(j);
-    pool_.parallel_for(0, j.f, [&](int64_t lo, int64_t hi, int) { GateUp(j, lo, hi); });
+    InGroups(j.w->gate_proj, j.f, [&](int64_t lo, int64_t hi) { GateUp(j, lo, hi); });
     QuantizeH(j);
-    pool_.parallel_for(0, D_, [&](int64_t lo, int64_t hi, int) { Down(j, lo, hi); });
+    InGroups(j.w->down_proj, D_, [&](int64_t lo, int64_t hi) { Down(j, lo, hi); });
+  }
+
+  // Columns [0, cols) of w split over the pool at multiples of its format's row group.
+  template <typename Fn>
+  void InGroups(const LinearWeight& w, int64_t cols, Fn fn) {
+    const int64_t g = FormatOf(w).row_group;
+    pool_.parallel_for(0, (cols + g - 1) / g,
+                       [&](int64_t lo, int64_t hi, int) { fn(lo * g, std::min(hi * g, cols)); });
   }
 
   // Every job's columns in one pass, split by cost (rows × columns; `down` = D columns, else
-  // the job's width): a worker owns the columns whose cost interval starts in its range, so
-  // each column has exactly one owner.
+  // the job's width): a worker owns the columns whose cost interval starts in its range
+  // (boundaries rounded up to the format's row group), so each column has exactly one owner.
   template <typename Fn>
   void ByCost(bool down, Fn fn) {
     std::vector<int64_t> start(jobs_.size() + 1, 0);  // Σ earlier jobs' n × cols
@@ -199,8 +207,10 @@ class ExpertRunner {
       for (size_t i = 0; i < jobs_.size(); ++i) {
         const Job& j = jobs_[i];
         const int64_t cols = down ? D_ : j.f;
-        auto col = [&](int64_t x) {
-          return std::clamp<int64_t>((x - start[i] + j.n - 1) / j.n, 0, cols);
+        const int64_t g = FormatOf(down ? j.w->down_proj : j.w->gate_proj).row_group;
+        auto col = [&](int64_t x) {  // rounded up to the row group: one owner per group
+          const int64_t c = std::clamp<int64_t>((x - start[i] + j.n - 1) / j.n, 0, cols);
+          return std::min((c + g - 1) / g * g, cols);
         };
         const int64_t c0 = col(lo), c1 = col(hi);
         if (c0 < c1) fn(j, c0, c1);

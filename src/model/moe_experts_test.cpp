@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/numerics.h"
+#include "kernels/mxfp4.h"
 #include "model/moe.h"
 
 namespace mx {
@@ -24,9 +25,9 @@ LinearWeight Random(const std::string& dtype, int64_t n, int64_t k, std::mt19937
   if (dtype == "mxfp4") {
     w.dtype = DType::kU8;
     std::uniform_int_distribution<int> byte(0, 255), ex(121, 124);
-    w.owned_mx_q.resize(n * k / 2);
+    w.owned_mx_q.resize(Mxfp4PackedCodeBytes(n, k));
     for (auto& v : w.owned_mx_q) v = static_cast<uint8_t>(byte(rng));
-    w.owned_mx_e.resize(n * k / 32);
+    w.owned_mx_e.resize(Mxfp4PackedScaleBytes(n, k));
     for (auto& v : w.owned_mx_e) v = static_cast<uint8_t>(ex(rng));
     w.mx_q = w.owned_mx_q.data();
     w.mx_e = w.owned_mx_e.data();

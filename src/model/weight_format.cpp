@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <vector>
 
 #include "base/check.h"
 #include "base/numerics.h"
@@ -134,66 +135,82 @@ void ColsGemmF32(const KernelTable& kt, const LinearWeight& w, const float* xf, 
   kt.gemm_f32(xf, k, w.f32 + c0 * k, k, y + c0, ldy, m, c1 - c0, k, t);
 }
 
-// ---- MXFP4: per 32-element block 16 bytes of E2M1 codes (split-half order) + 1 E8M0 scale.
-// Rows: mx_q + row·k/2, mx_e + row·k/32.
+// ---- MXFP4: packed in groups of 16 rows for the kernels (kernels/mxfp4.h: per group and
+// 32-block 256 code bytes and 16 E8M0 scales; the last group padded with zero rows). A slice of
+// rows starting at a group boundary is a view; any other row or column slice is unpacked to
+// split-half rows and packed again.
 
 constexpr int64_t kMxBlock = quant::kMxBlock;
 
-LinearWeight LoadMxfp4(const TensorView& v, const TensorView* scale) {
-  MX_CHECK(scale != nullptr);  // CheckCheckpoint and CheckQuantization pair them
+// W [n, k] from split-half rows (row j at q + j·k/2, e + j·k/32).
+LinearWeight PackedMxfp4(const uint8_t* q, const uint8_t* e, int64_t n, int64_t k) {
   LinearWeight w;
   w.dtype = DType::kU8;
-  w.n = v.shape[0];
-  w.k = v.shape[1] * 2;
-  w.owned_mx_q.resize(v.nbytes);
-  quant::RepackQuarkToSplitHalf(v.data, w.n * w.k / kMxBlock, w.owned_mx_q.data());
-  w.owned_mx_e.assign(scale->data, scale->data + scale->nbytes);
+  w.n = n;
+  w.k = k;
+  w.owned_mx_q.resize(Mxfp4PackedCodeBytes(n, k));
+  w.owned_mx_e.resize(Mxfp4PackedScaleBytes(n, k));
+  PackMxfp4(q, e, n, k, w.owned_mx_q.data(), w.owned_mx_e.data());
   w.mx_q = w.owned_mx_q.data();
   w.mx_e = w.owned_mx_e.data();
   return w;
 }
 
+// Rows [first, first + count) of w in split-half order: codes [count, k/2], scales [count, k/32].
+void UnpackRows(const LinearWeight& w, int64_t first, int64_t count, std::vector<uint8_t>& q,
+                std::vector<uint8_t>& e) {
+  const int64_t k = w.k;
+  q.resize(count * k / 2);
+  e.resize(count * k / kMxBlock);
+  for (int64_t r = 0; r < count; ++r) {
+    UnpackMxfp4Row(w.mx_q, w.mx_e, k, first + r, q.data() + r * k / 2, e.data() + r * k / kMxBlock);
+  }
+}
+
+LinearWeight LoadMxfp4(const TensorView& v, const TensorView* scale) {
+  MX_CHECK(scale != nullptr);  // CheckCheckpoint and CheckQuantization pair them
+  const int64_t n = v.shape[0], k = v.shape[1] * 2;
+  std::vector<uint8_t> split(v.nbytes);
+  quant::RepackQuarkToSplitHalf(v.data, n * k / kMxBlock, split.data());
+  return PackedMxfp4(split.data(), scale->data, n, k);
+}
+
 float AtMxfp4(const LinearWeight& w, int64_t row, int64_t col) {
-  const int64_t b = col / kMxBlock, t = col % kMxBlock;
-  const uint8_t byte = w.mx_q[row * (w.k / 2) + b * 16 + t % 16];
-  return E2M1ToF32(t < 16 ? byte & 0xf : byte >> 4) * E8M0ToF32(w.mx_e[row * (w.k / kMxBlock) + b]);
+  const int64_t nb = w.k / kMxBlock, b = col / kMxBlock, t = col % kMxBlock;
+  const int64_t g = row / kMxRowGroup, l = row % kMxRowGroup, s = t % 16;
+  const uint8_t byte = w.mx_q[(g * nb + b) * kMxGroupBlockBytes + (s / 4) * 64 + 4 * l + s % 4];
+  return E2M1ToF32(t < 16 ? byte & 0xf : byte >> 4) *
+         E8M0ToF32(w.mx_e[(g * nb + b) * kMxRowGroup + l]);
 }
 
 LinearWeight RowsMxfp4(const LinearWeight& w, int64_t first, int64_t count, bool copy) {
-  LinearWeight v;
-  v.dtype = w.dtype;
-  v.n = count;
-  v.k = w.k;
-  const int64_t q = w.k / 2, e = w.k / kMxBlock;
-  if (!copy) {
-    v.mx_q = w.mx_q + first * q;
-    v.mx_e = w.mx_e + first * e;
+  const int64_t nb = w.k / kMxBlock;
+  if (!copy && first % kMxRowGroup == 0) {
+    LinearWeight v;
+    v.dtype = w.dtype;
+    v.n = count;
+    v.k = w.k;
+    const int64_t g = first / kMxRowGroup;
+    v.mx_q = w.mx_q + g * nb * kMxGroupBlockBytes;
+    v.mx_e = w.mx_e + g * nb * kMxRowGroup;
     return v;
   }
-  v.owned_mx_q.assign(w.mx_q + first * q, w.mx_q + (first + count) * q);
-  v.owned_mx_e.assign(w.mx_e + first * e, w.mx_e + (first + count) * e);
-  v.mx_q = v.owned_mx_q.data();
-  v.mx_e = v.owned_mx_e.data();
-  return v;
+  std::vector<uint8_t> q, e;
+  UnpackRows(w, first, count, q, e);
+  return PackedMxfp4(q.data(), e.data(), count, w.k);
 }
 
 LinearWeight ColsMxfp4(const LinearWeight& w, int64_t first, int64_t count) {
   MX_CHECK(first % kMxBlock == 0 && count % kMxBlock == 0);
-  LinearWeight v;
-  v.dtype = w.dtype;
-  v.n = w.n;
-  v.k = count;
-  v.owned_mx_q.resize(w.n * count / 2);
-  v.owned_mx_e.resize(w.n * count / kMxBlock);
+  std::vector<uint8_t> q, e;
+  UnpackRows(w, 0, w.n, q, e);
+  std::vector<uint8_t> cq(w.n * count / 2), ce(w.n * count / kMxBlock);
   for (int64_t r = 0; r < w.n; ++r) {
-    std::copy_n(w.mx_q + r * (w.k / 2) + first / 2, count / 2,
-                v.owned_mx_q.data() + r * (count / 2));
-    std::copy_n(w.mx_e + r * (w.k / kMxBlock) + first / kMxBlock, count / kMxBlock,
-                v.owned_mx_e.data() + r * (count / kMxBlock));
+    std::copy_n(q.data() + r * (w.k / 2) + first / 2, count / 2, cq.data() + r * (count / 2));
+    std::copy_n(e.data() + r * (w.k / kMxBlock) + first / kMxBlock, count / kMxBlock,
+                ce.data() + r * (count / kMxBlock));
   }
-  v.mx_q = v.owned_mx_q.data();
-  v.mx_e = v.owned_mx_e.data();
-  return v;
+  return PackedMxfp4(cq.data(), ce.data(), w.n, count);
 }
 
 void GemmMxfp4Weight(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
@@ -204,9 +221,7 @@ void GemmMxfp4Weight(const KernelTable& kt, ThreadPool& pool, const float* x, in
 void ColsGemmMxfp4(const KernelTable& kt, const LinearWeight& w, const float*, const BlockQ8* xq,
                    int64_t m, int64_t c0, int64_t c1, float* y, int64_t ldy, GemmTiling t) {
   MX_CHECK_MSG(kt.gemm_mxfp4 != nullptr, "the kernel table has no gemm_mxfp4");
-  const int64_t k = w.k;
-  kt.gemm_mxfp4(xq, m, w.mx_q + c0 * (k / 2), w.mx_e + c0 * (k / kMxBlock), y + c0, ldy, c1 - c0, k,
-                t);
+  kt.gemm_mxfp4(xq, m, w.mx_q, w.mx_e, w.k, c0, c1, y + c0, ldy, t);
 }
 
 constexpr std::array<DType, 1> kBf16Files = {DType::kBF16};
@@ -217,12 +232,12 @@ using Table = std::array<LinearFormat, 3>;
 
 const Table& Formats() {
   static const Table t = {{
-      {"bf16", DType::kBF16, 1, 2, kBf16Files, nullptr, false, LoadBf16, AtBf16, RowsBf16, ColsBf16,
-       GemmBf16Weight, ColsGemmBf16},
-      {"f32", DType::kF32, 1, 4, kF32Files, nullptr, false, LoadF32, AtF32, RowsF32, ColsF32,
+      {"bf16", DType::kBF16, 1, 2, kBf16Files, nullptr, false, 1, LoadBf16, AtBf16, RowsBf16,
+       ColsBf16, GemmBf16Weight, ColsGemmBf16},
+      {"f32", DType::kF32, 1, 4, kF32Files, nullptr, false, 1, LoadF32, AtF32, RowsF32, ColsF32,
        GemmF32Weight, ColsGemmF32},
       {"mxfp4", DType::kU8, kMxBlock, kMxBlock / 2 + 1, kMxfp4Files, &quant::Mxfp4Format(), true,
-       LoadMxfp4, AtMxfp4, RowsMxfp4, ColsMxfp4, GemmMxfp4Weight, ColsGemmMxfp4},
+       kMxRowGroup, LoadMxfp4, AtMxfp4, RowsMxfp4, ColsMxfp4, GemmMxfp4Weight, ColsGemmMxfp4},
   }};
   return t;
 }

@@ -38,6 +38,10 @@ struct LinearFormat {
   const quant::QuantFormat* codec;
   // Activations the raw kernel takes: Q8 blocks (quantized per 32 values) instead of fp32 rows.
   bool q8_activations;
+  // W rows the raw kernel computes together (MXFP4: a packed group of 16): gemm_cols ranges
+  // should start and end at multiples of it — any other boundary is still correct, but the
+  // group it cuts is computed by both sides.
+  int64_t row_group;
 
   // W[n, k] from checkpoint tensor `v` (2-d, one of file_dtypes; `scale` the codec's scale
   // tensor when there is a codec, else null): a view into the mapping where the layout allows.

@@ -24,7 +24,7 @@
 namespace mx {
 
 // A linear weight W[n, k] (HF [out, in]); bf16 (usually a view into the mapped file), fp32
-// (owned) or MXFP4 (dtype kU8: repacked once at load into the kernels' split-half order,
+// (owned) or MXFP4 (dtype kU8: packed once at load into the kernels' 16-row groups,
 // kernels/mxfp4.h). What each format means — loading, element access, slicing, GEMMs, bytes —
 // is one entry of the table in model/weight_format.h. Move-only, so a pointer never refers to
 // another object's owned storage; use Rows() for a view.
@@ -38,12 +38,12 @@ struct LinearWeight {
   DType dtype = DType::kBF16;  // kBF16, kF32, or kU8 = MXFP4
   const uint16_t* bf16 = nullptr;
   const float* f32 = nullptr;
-  const uint8_t* mx_q = nullptr;  // MXFP4 codes, split-half [n, k/2]
-  const uint8_t* mx_e = nullptr;  // MXFP4 E8M0 scales [n, k/32]
+  const uint8_t* mx_q = nullptr;  // MXFP4 codes, packed (kernels/mxfp4.h)
+  const uint8_t* mx_e = nullptr;  // MXFP4 E8M0 scales, packed
   int64_t n = 0, k = 0;
   std::vector<float> owned_f32;      // backing store when converted (f16/f32)
   std::vector<uint16_t> owned_bf16;  // backing store when the mapped data is misaligned
-  std::vector<uint8_t> owned_mx_q;   // repacked MXFP4 codes
+  std::vector<uint8_t> owned_mx_q;   // packed MXFP4 codes
   std::vector<uint8_t> owned_mx_e;   // MXFP4 scales
 
   bool is_mxfp4() const { return dtype == DType::kU8; }

@@ -1,5 +1,6 @@
 // The MoE kernel tuner (see moe_tuner.h).
 #include "tune/moe_tuner.h"
+#include "kernels/mxfp4.h"
 
 #include <algorithm>
 #include <chrono>
@@ -47,7 +48,7 @@ LinearWeight RandomWeight(const std::string& dtype, int64_t n, int64_t k, Rng& r
   w.k = k;
   if (dtype == "mxfp4") {
     w.dtype = DType::kU8;
-    w.owned_mx_q.resize(n * k / 2);
+    w.owned_mx_q.resize(Mxfp4PackedCodeBytes(n, k));
     for (size_t i = 0; i < w.owned_mx_q.size(); i += 8) {
       const uint64_t r = rng.Next();
       for (size_t b = 0; b < 8 && i + b < w.owned_mx_q.size(); ++b) {
@@ -55,7 +56,7 @@ LinearWeight RandomWeight(const std::string& dtype, int64_t n, int64_t k, Rng& r
       }
     }
     const int base = static_cast<int>(std::lround(127 - std::log2(2.9 * std::sqrt(double(k)))));
-    w.owned_mx_e.resize(n * k / 32);
+    w.owned_mx_e.resize(Mxfp4PackedScaleBytes(n, k));
     for (auto& e : w.owned_mx_e)
       e = static_cast<uint8_t>(base - 1 + static_cast<int>(rng.Next() % 3));
     w.mx_q = w.owned_mx_q.data();
