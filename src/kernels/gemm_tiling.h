@@ -9,7 +9,8 @@ namespace mx {
 
 struct GemmTiling {
   // Activation rows that share each loaded (bf16 widened / MXFP4 decoded) weight vector:
-  // 1, 2 or 4; 0 = the level's default (bf16/f32: 4 rows × 2 columns, MXFP4: 4 rows).
+  // 1, 2, 4 or 8 (8: the MXFP4 kernels; the float kernels take 4); 0 = the level's default
+  // (bf16/f32: 4 rows, MXFP4: 8 rows).
   int mr = 0;
   // W rows (output columns) per cache block: every row tile passes over one block before the
   // next starts, so the block stays in L1/L2 while it is reused. 0 = W as one block.
@@ -19,6 +20,6 @@ struct GemmTiling {
 };
 
 // The row tiles a level accepts.
-inline bool ValidRowTile(int mr) { return mr == 0 || mr == 1 || mr == 2 || mr == 4; }
+inline bool ValidRowTile(int mr) { return mr == 0 || mr == 1 || mr == 2 || mr == 4 || mr == 8; }
 
 }  // namespace mx

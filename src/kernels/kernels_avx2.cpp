@@ -85,7 +85,7 @@ template <typename W>
 void GemmBlock(const float* x, int64_t ldx, const W* w, int64_t ldw, float* y, int64_t ldy,
                int64_t m, int64_t n, int64_t k, int mr) {
   int64_t i = 0;
-  if (mr == 4) {
+  if (mr >= 4) {
     for (; i + 4 <= m; i += 4) RowTile<4, 2>(x + i * ldx, ldx, w, ldw, y + i * ldy, ldy, n, k);
   } else if (mr == 2) {
     for (; i + 2 <= m; i += 2) RowTile<2, 4>(x + i * ldx, ldx, w, ldw, y + i * ldy, ldy, n, k);

@@ -196,7 +196,7 @@ void GemmDot(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float*
     const uint16_t* wb = w + j0 * ldw;
     float* yb = y + j0;
     int64_t i = 0;
-    if (mr == 4) {
+    if (mr >= 4) {
       for (; i + 4 <= m; i += 4) RowTile<P, 4, 4>(s, i, wb, ldw, yb + i * ldy, ldy, cols, k);
     } else if (mr == 2) {
       for (; i + 2 <= m; i += 2) RowTile<P, 2, 8>(s, i, wb, ldw, yb + i * ldy, ldy, cols, k);

@@ -141,7 +141,7 @@ TEST(Kernels, GemmTilingsAreBitIdenticalToDefault) {
       std::vector<float> db(m * n, NAN), df(m * n, NAN);
       kt->gemm_bf16(x.data(), k, wb.data(), k, db.data(), n, m, n, k, {});
       kt->gemm_f32(x.data(), k, wf.data(), k, df.data(), n, m, n, k, {});
-      for (int mr : {1, 2, 4}) {
+      for (int mr : {1, 2, 4, 8}) {
         for (int nb : {0, 1, 5, 16}) {
           const GemmTiling t{.mr = mr, .nb = nb};
           std::vector<float> yb(m * n, NAN), yf(m * n, NAN);
@@ -208,7 +208,7 @@ TEST(Kernels, GemmBf16ActivationsRoundXAndAreBatchInvariant) {
         }
       }
       EXPECT_LE(e, kGemmTol) << lv << " " << m << "x" << n << "x" << k;
-      for (int mr : {1, 2, 4}) {
+      for (int mr : {1, 2, 4, 8}) {
         for (int nb : {0, 5, 16}) {
           std::vector<float> yt(m * n, NAN);
           kt.gemm_bf16(x.data(), k, wb.data(), k, yt.data(), n, m, n, k, {.mr = mr, .nb = nb});

@@ -71,7 +71,7 @@ void UnpackMxfp4Row(const uint8_t* pq, const uint8_t* pe, int64_t k, int64_t j, 
 // Kernel signature (KernelTable::gemm_mxfp4): y[i·ldy + (j − r0)] = Σ_k x_i[k] · W[j, k] for
 // i < m and r0 <= j < r1, W packed at wq, we (its group 0; rows of W's last group past its n
 // are computed but never stored, so r1 may end anywhere inside it); x is m rows of k/32 blocks.
-// `t` (gemm_tiling.h): t.mr activation rows share each decoded weight block (default 4 on the
+// `t` (gemm_tiling.h): t.mr activation rows share each decoded weight block (default 8 on the
 // SIMD levels); t.nb W rows per cache block (rounded up to whole groups). Nothing outside the
 // slice is written. REQUIRES: ValidRowTile(t.mr).
 using GemmMxfp4Fn = void (*)(const BlockQ8* x, int64_t m, const uint8_t* wq, const uint8_t* we,

@@ -166,7 +166,7 @@ TEST(Mxfp4Gemm, TilingsAreBitIdenticalToDefault) {
       const GemmMxfp4Fn fn = kt->gemm_mxfp4 != nullptr ? kt->gemm_mxfp4 : ref::GemmMxfp4;
       std::vector<float> y0(c.m * c.n, NAN);
       fn(xq.data(), c.m, d.pq.data(), d.pe.data(), c.k, 0, c.n, y0.data(), c.n, {});
-      for (int mr : {1, 2, 4}) {
+      for (int mr : {1, 2, 4, 8}) {
         for (int nb : {0, 1, 16, 20, 48}) {
           std::vector<float> y(c.m * c.n, NAN);
           fn(xq.data(), c.m, d.pq.data(), d.pe.data(), c.k, 0, c.n, y.data(), c.n,

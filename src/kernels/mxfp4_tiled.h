@@ -1,6 +1,6 @@
 // The loop order the per-ISA MXFP4 GEMMs (mxfp4_avx2.cpp, mxfp4_avx512.cpp) share: W's row
 // groups (mxfp4.h's packed layout) in cache blocks of t.nb rows, within a block the activation
-// rows in tiles of t.mr (the leftover rows in tiles of 2, then 1), each tile against every group
+// rows in tiles of t.mr (the leftover rows in tiles of 4, 2, then 1), each tile against every group
 // of the block. Included only by the ISA translation units; `Tile` is theirs.
 #pragma once
 
@@ -12,7 +12,7 @@
 namespace mx {
 
 // Default row tile of the SIMD MXFP4 kernels (GemmTiling::mr = 0).
-inline constexpr int kMxfp4DefaultRowTile = 4;
+inline constexpr int kMxfp4DefaultRowTile = 8;
 
 // Tile::Run<MR>(x, nb, gq, ge, y, ldy, lo, hi): y[r·ldy + (l − lo)] = activation row r (r < MR,
 // rows nb blocks apart from x) · row l of the group at gq, ge, for lo <= l < hi. Its per-output
@@ -41,6 +41,7 @@ void GroupedGemmMxfp4(const BlockQ8* x, int64_t m, const uint8_t* wq, const uint
   for (int64_t g0 = g_first; g0 < g_end; g0 += cb) {
     const int64_t g1 = std::min(g0 + cb, g_end);
     int64_t i = 0;
+    if (mr >= 8) rows.template operator()<8>(g0, g1, i);
     if (mr >= 4) rows.template operator()<4>(g0, g1, i);
     if (mr >= 2) rows.template operator()<2>(g0, g1, i);
     rows.template operator()<1>(g0, g1, i);

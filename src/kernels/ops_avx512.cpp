@@ -81,7 +81,7 @@ void Gemm(const float* x, int64_t ldx, const W* w, int64_t ldw, float* y, int64_
     const W* wb = w + j0 * ldw;
     float* yb = y + j0;
     int64_t i = 0;
-    if (mr == 4) {
+    if (mr >= 4) {
       for (; i + 4 <= m; i += 4)
         RowTile<4, 4>(x + i * ldx, ldx, wb, ldw, yb + i * ldy, ldy, cols, k);
     } else if (mr == 2) {
