@@ -116,6 +116,8 @@ int main(int argc, char** argv) {
     const int64_t n = std::stoll(sh.substr(0, xpos)), k = std::stoll(sh.substr(xpos + 1));
     std::vector<uint16_t> wb(n * k);
     for (auto& w : wb) w = mx::F32ToBf16(0.02f * nd(rng));
+    std::vector<uint16_t> wp(mx::Bf16PackedElems(n, k));
+    mx::PackBf16(wb.data(), k, n, k, wp.data());
     std::vector<uint8_t> wq(mx::Mxfp4PackedCodeBytes(n, k)), we(mx::Mxfp4PackedScaleBytes(n, k));
     for (auto& q : wq) q = static_cast<uint8_t>(rng());
     for (auto& e : we) e = static_cast<uint8_t>(118 + rng() % 8);
@@ -133,6 +135,12 @@ int main(int argc, char** argv) {
           }));
       row("bf16, bf16 activations", Time(reps, [&] {
             mx::GemmBf16(x16, pool, x.data(), m, k, wb.data(), n, y.data(), tiling);
+          }));
+      row("bf16 packed, fp32 activations (3 parts)", Time(reps, [&] {
+            mx::GemmBf16Packed(exact, pool, x.data(), m, k, wp.data(), n, y.data(), tiling);
+          }));
+      row("bf16 packed, bf16 activations", Time(reps, [&] {
+            mx::GemmBf16Packed(x16, pool, x.data(), m, k, wp.data(), n, y.data(), tiling);
           }));
       row("MXFP4, int8 activations", Time(reps, [&] {
             mx::GemmMxfp4(exact, pool, x.data(), m, k, wq.data(), we.data(), n, y.data(), tiling);

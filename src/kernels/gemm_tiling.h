@@ -5,6 +5,9 @@
 // kernels' error budgets (kernels_test.cpp, mxfp4_test.cpp). The ref level ignores it.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+
 namespace mx {
 
 struct GemmTiling {
@@ -21,5 +24,21 @@ struct GemmTiling {
 
 // The row tiles a level accepts.
 inline bool ValidRowTile(int mr) { return mr == 0 || mr == 1 || mr == 2 || mr == 4 || mr == 8; }
+
+// The outer loops of the grouped (packed-weight) kernels: W's row groups [g_first, g_end) in
+// cache blocks of cb groups, within a block the activation rows in tiles of mr (≥ 8, 4, 2) and
+// the leftover rows in smaller tiles down to 1: rows.template operator()<MR>(g0, g1, i) runs
+// tiles of MR rows from row i while they fit and leaves i at the first row it did not take.
+template <typename Rows>
+void ForEachTile(int64_t g_first, int64_t g_end, int64_t cb, int mr, Rows rows) {
+  for (int64_t g0 = g_first; g0 < g_end; g0 += cb) {
+    const int64_t g1 = std::min(g0 + cb, g_end);
+    int64_t i = 0;
+    if (mr >= 8) rows.template operator()<8>(g0, g1, i);
+    if (mr >= 4) rows.template operator()<4>(g0, g1, i);
+    if (mr >= 2) rows.template operator()<2>(g0, g1, i);
+    rows.template operator()<1>(g0, g1, i);
+  }
+}
 
 }  // namespace mx

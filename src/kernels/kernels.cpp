@@ -49,6 +49,7 @@ constexpr KernelTable kRefTable = {
     .topk = ref::TopK,
     .swiglu = ref::SwiGlu,
     .attend = ref::Attend,
+    .gemm_bf16_packed = ref::GemmBf16Packed,
     .gemm_mxfp4 = ref::GemmMxfp4,
     .attend_rows = ref::AttendRows,
     .indexer_scores = ref::IndexerScores,
@@ -61,6 +62,7 @@ const KernelTable& Avx2WithMxfp4() {
   static const KernelTable t = [] {
     KernelTable k = Avx2KernelTable();
     k.gemm_mxfp4 = avx2::GemmMxfp4;
+    k.gemm_bf16_packed = avx2::GemmBf16Packed;
     k.attend_rows = avx2::AttendRows;
     k.indexer_scores = avx2::IndexerScores;
     k.topk_set = RadixTopKSet;
@@ -76,7 +78,11 @@ const KernelTable& Avx512WithMxfp4() {
     k.attend_rows = avx512::AttendRows;
     k.indexer_scores = avx512::IndexerScores;
     k.topk_set = RadixTopKSet;
-    if (GetCpuFeatures().avx512bf16) k.gemm_bf16 = avx512::GemmBf16Dot;
+    k.gemm_bf16_packed = avx512::GemmBf16PackedFma;
+    if (GetCpuFeatures().avx512bf16) {
+      k.gemm_bf16 = avx512::GemmBf16Dot;
+      k.gemm_bf16_packed = avx512::GemmBf16PackedDot;
+    }
     return k;
   }();
   return t;
@@ -111,6 +117,18 @@ void RoundXThenGemm(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw,
   Table().gemm_bf16(xr.data(), k, w, ldw, y, ldy, m, n, k, t);
 }
 
+// The same for the packed bf16 GEMM.
+template <const KernelTable& (*Table)()>
+void RoundXThenPacked(const float* x, int64_t ldx, int64_t m, const uint16_t* wp, int64_t k,
+                      int64_t r0, int64_t r1, float* y, int64_t ldy, GemmTiling t) {
+  thread_local std::vector<float> xr;
+  if (xr.size() < static_cast<size_t>(m * k)) xr.resize(m * k);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < k; ++j) xr[i * k + j] = Bf16ToF32(F32ToBf16(x[i * ldx + j]));
+  }
+  Table().gemm_bf16_packed(xr.data(), k, m, wp, k, r0, r1, y, ldy, t);
+}
+
 const KernelTable& RefTable() { return kRefTable; }
 
 template <const KernelTable& (*Base)()>
@@ -120,10 +138,13 @@ const KernelTable& X16Table() {
     k.bf16_activations = GemmActivations::kBf16;
     if (k.gemm_bf16 == avx512::GemmBf16Dot) {
       k.gemm_bf16 = avx512::GemmBf16DotX16;
+      k.gemm_bf16_packed = avx512::GemmBf16PackedDotX16;
     } else if (k.level == KernelLevel::kRef) {
       k.gemm_bf16 = ref::GemmBf16X16;
+      k.gemm_bf16_packed = ref::GemmBf16PackedX16;
     } else {
       k.gemm_bf16 = RoundXThenGemm<Base>;
+      k.gemm_bf16_packed = RoundXThenPacked<Base>;
     }
     return k;
   }();
@@ -328,6 +349,14 @@ std::string KernelSelfTest(const KernelTable& t) {
     r.topk_set(s.data(), k, 9, want.data(), scratch.data());
     t.topk_set(s.data(), k, 9, got.data(), scratch.data());
     if (got != want) return "topk_set";
+  }
+  if (t.gemm_bf16_packed != nullptr) {
+    std::vector<uint16_t> wp(Bf16PackedElems(n, k));
+    PackBf16(wb.data(), k, n, k, wp.data());
+    std::vector<float> want(m * n, nan), got(m * n, nan);
+    r.gemm_bf16_packed(x.data(), k, m, wp.data(), k, 0, n, want.data(), n, {});
+    t.gemm_bf16_packed(x.data(), k, m, wp.data(), k, 0, n, got.data(), n, {});
+    if (!Close(got, want, kTol)) return "gemm_bf16_packed";
   }
   if (t.gemm_mxfp4 != nullptr) {
     constexpr int64_t kq = 96;  // 3 blocks of 32

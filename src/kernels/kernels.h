@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "kernels/attention_kernels.h"
+#include "kernels/bf16_packed.h"
 #include "kernels/gemm_tiling.h"
 #include "kernels/mxfp4.h"
 
@@ -64,7 +65,10 @@ struct KernelTable {
   void (*attend)(const float* qa, const float* qb, int64_t da, int64_t db, const float* const* ka,
                  const float* const* kb, const float* const* v, int64_t dv, int64_t n, float scale,
                  float* scratch, float* out);
-  // y[M, N] = x · Wᵀ with W MXFP4 (split-half) and x int8 Q8 blocks; see kernels/mxfp4.h.
+  // y[M, r0..r1) = x · Wᵀ with W bf16 packed in 16-row groups (kernels/bf16_packed.h), x taken
+  // as bf16_activations says: the GEMM of every loaded bf16 linear weight.
+  GemmBf16PackedFn gemm_bf16_packed = nullptr;
+  // y[M, N] = x · Wᵀ with W MXFP4 (packed) and x int8 Q8 blocks; see kernels/mxfp4.h.
   // nullptr in a table means the ref kernel (GemmMxfp4 falls back to it).
   GemmMxfp4Fn gemm_mxfp4 = nullptr;
   // Attention of m query rows that share one key set (attention_kernels.h): row i is

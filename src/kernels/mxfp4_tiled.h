@@ -38,14 +38,7 @@ void GroupedGemmMxfp4(const BlockQ8* x, int64_t m, const uint8_t* wq, const uint
       }
     }
   };
-  for (int64_t g0 = g_first; g0 < g_end; g0 += cb) {
-    const int64_t g1 = std::min(g0 + cb, g_end);
-    int64_t i = 0;
-    if (mr >= 8) rows.template operator()<8>(g0, g1, i);
-    if (mr >= 4) rows.template operator()<4>(g0, g1, i);
-    if (mr >= 2) rows.template operator()<2>(g0, g1, i);
-    rows.template operator()<1>(g0, g1, i);
-  }
+  ForEachTile(g_first, g_end, cb, mr, rows);
 }
 
 }  // namespace mx
