@@ -18,7 +18,9 @@ constexpr int64_t kAhead = 1024;  // bytes each group's stream is prefetched ahe
 
 struct Tile {
   template <int MR>
-  static constexpr int kGroups = MR >= 4 ? 1 : MR == 2 ? 2 : 3;
+  static constexpr int kGroups = MR >= 4   ? 1
+                                 : MR == 2 ? 2
+                                           : 3;
 
   template <int MR, int NR>
   static void Run(const PackedBf16FloatX& xs, int64_t i, const uint16_t* wg, int64_t kp, float* y,

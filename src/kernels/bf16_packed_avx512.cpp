@@ -95,7 +95,9 @@ inline __m512bh Bcast(const uint32_t* p) {
 template <int P>
 struct DotTile {
   template <int MR>
-  static constexpr int kGroups = MR >= 8 ? 3 : MR == 4 ? 4 : 8;
+  static constexpr int kGroups = MR >= 8   ? 3
+                                 : MR == 4 ? 4
+                                           : 8;
 
   template <int MR, int NR>
   static void Run(const PairsX<P>& xs, int64_t i, const uint16_t* wg, int64_t kp, float* y,
@@ -134,7 +136,9 @@ struct DotTile {
 
 struct FmaTile {
   template <int MR>
-  static constexpr int kGroups = MR >= 8 ? 2 : MR == 4 ? 3 : 6;
+  static constexpr int kGroups = MR >= 8   ? 2
+                                 : MR == 4 ? 3
+                                           : 6;
 
   template <int MR, int NR>
   static void Run(const PackedBf16FloatX& xs, int64_t i, const uint16_t* wg, int64_t kp, float* y,

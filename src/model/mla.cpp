@@ -152,31 +152,35 @@ void ReserveWorkers(MlaScratch& s, int workers, int64_t m, int64_t n) {
 }
 
 // y_h [m, n] (at y + h·y_head, row stride ldy) = x_h [m, k] (at x + h·x_head, row stride ldx) ·
-// W_hᵀ for every head h, W_h the n rows of `w` from h·w_head. For bf16 / fp32 weights one pool
-// call over the heads, each head's GEMM on one worker (a decode step makes 2 such calls per
+// W_hᵀ for every head h, W_h the n rows of `w` from w_first + h·w_head. For bf16 / fp32 weights one
+// pool call over the heads, each head's GEMM on one worker (a decode step makes 2 such calls per
 // layer instead of 2·H threaded GEMMs); the kernel computes every element as the threaded GEMM
 // does, so the results are the same bits. MXFP4: a threaded Linear per head through `tmp`.
 void PerHeadGemm(const LayerContext& ctx, const float* x, int64_t ldx, int64_t x_head, int64_t m,
-                 const LinearWeight& w, int64_t w_head, int64_t n, float* y, int64_t ldy,
-                 int64_t y_head, std::vector<float>& tmp) {
-  const int64_t H = (w.n - n) / w_head + 1, k = w.k;
+                 const LinearWeight& w, int64_t w_first, int64_t w_head, int64_t n, float* y,
+                 int64_t ldy, int64_t y_head, std::vector<float>& tmp) {
+  const int64_t H = (w.n - w_first - n) / w_head + 1, k = w.k;
   if (w.is_mxfp4()) {
     float* xt = Grow(tmp, m * (k + n));
     for (int64_t h = 0; h < H; ++h) {
       for (int64_t i = 0; i < m; ++i) std::copy_n(x + h * x_head + i * ldx, k, xt + i * k);
-      Linear(KvBKernels(ctx), ctx.pool, xt, m, w.Rows(h * w_head, n), xt + m * k);
+      Linear(KvBKernels(ctx), ctx.pool, xt, m, w.Rows(w_first + h * w_head, n), xt + m * k);
       for (int64_t i = 0; i < m; ++i) std::copy_n(xt + m * k + i * n, n, y + h * y_head + i * ldy);
     }
     return;
   }
   ctx.pool.parallel_for(0, H, [&](int64_t lo, int64_t hi, int) {
     for (int64_t h = lo; h < hi; ++h) {
-      if (w.dtype == DType::kBF16) {
-        KvBKernels(ctx).gemm_bf16(x + h * x_head, ldx, w.bf16 + h * w_head * k, k, y + h * y_head,
-                                  ldy, m, n, k, {});
+      if (w.bf16p != nullptr) {
+        const int64_t r0 = w_first + h * w_head;
+        KvBKernels(ctx).gemm_bf16_packed(x + h * x_head, ldx, m, w.bf16p, k, r0, r0 + n,
+                                         y + h * y_head, ldy, {});
+      } else if (w.dtype == DType::kBF16) {
+        KvBKernels(ctx).gemm_bf16(x + h * x_head, ldx, w.bf16 + (w_first + h * w_head) * k, k,
+                                  y + h * y_head, ldy, m, n, k, {});
       } else {
-        KvBKernels(ctx).gemm_f32(x + h * x_head, ldx, w.f32 + h * w_head * k, k, y + h * y_head,
-                                 ldy, m, n, k, {});
+        KvBKernels(ctx).gemm_f32(x + h * x_head, ldx, w.f32 + (w_first + h * w_head) * k, k,
+                                 y + h * y_head, ldy, m, n, k, {});
       }
     }
   });
@@ -251,7 +255,7 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   // q_lat[h] [m, Rkv] = q_nope[h] [m, Dn] · W_UK[h], one GEMM per head over the rows.
   float* q_lat = Grow(s.q_lat, H * m * Rkv);
   float* o_lat = Grow(s.o_lat, H * m * Rkv);
-  PerHeadGemm(ctx, q + r0 * H * Dq, H * Dq, Dq, m, w.kv_b_uk_t, Rkv, Rkv, q_lat, Rkv, m * Rkv,
+  PerHeadGemm(ctx, q + r0 * H * Dq, H * Dq, Dq, m, w.kv_b_uk_t, 0, Rkv, Rkv, q_lat, Rkv, m * Rkv,
               s.qn);
   const int64_t U = ReadAttendedRows(ctx, g.seq, layer, r0, r1, /*all=*/false, topk, s);
   const float* rows = s.rows.data();
@@ -296,8 +300,7 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
     }
   });
   // o[h] [m, Dv] = o_lat[h] · W_UVᵀ, one GEMM per head, straight into o's head columns.
-  PerHeadGemm(ctx, o_lat, Rkv, m * Rkv, m, w.kv_b_proj.Rows(Dn, (H - 1) * Dkv + Dv), Dkv, Dv, o,
-              H * Dv, Dv, s.oh);
+  PerHeadGemm(ctx, o_lat, Rkv, m * Rkv, m, w.kv_b_proj, Dn, Dkv, Dv, o, H * Dv, Dv, s.oh);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "base/numerics.h"
 #include "kernels/mxfp4.h"
 #include "model/moe.h"
+#include "model/weight_format.h"
 
 namespace mx {
 namespace {
@@ -31,11 +32,10 @@ LinearWeight Random(const std::string& dtype, int64_t n, int64_t k, std::mt19937
     for (auto& v : w.owned_mx_e) v = static_cast<uint8_t>(ex(rng));
     w.mx_q = w.owned_mx_q.data();
     w.mx_e = w.owned_mx_e.data();
-  } else if (dtype == "bf16") {
-    w.dtype = DType::kBF16;
-    w.owned_bf16.resize(n * k);
-    for (auto& v : w.owned_bf16) v = F32ToBf16(u(rng));
-    w.bf16 = w.owned_bf16.data();
+  } else if (dtype == "bf16") {  // packed, as the loader gives bf16 weights
+    std::vector<uint16_t> rows(n * k);
+    for (auto& v : rows) v = F32ToBf16(u(rng));
+    return PackedBf16Weight(rows.data(), k, n, k);
   } else {
     w.dtype = DType::kF32;
     w.owned_f32.resize(n * k);

@@ -1,5 +1,6 @@
-// The LinearFormat table: bf16 (mapped, zero copy), f32 (owned; f16 widened), MXFP4 (Quark
-// codes repacked to the kernels' split-half order, E8M0 scales; kernels/mxfp4.h).
+// The LinearFormat table: bf16 (packed at load in 16-row groups; kernels/bf16_packed.h), bf16
+// row-major (the weights derived in code, e.g. MLA's absorbed key weight), f32 (owned; f16
+// widened), MXFP4 (Quark codes packed in 16-row groups with their E8M0 scales; kernels/mxfp4.h).
 #include "model/weight_format.h"
 
 #include <algorithm>
@@ -15,7 +16,7 @@ namespace mx {
 
 namespace {
 
-// ---- bf16: W [n, k] as bf16, usually a view into the mapped checkpoint.
+// ---- bf16 row-major: W [n, k] as bf16 (the weights derived in code; a view where it can be).
 
 LinearWeight LoadBf16(const TensorView& v, const TensorView*) {
   LinearWeight w;
@@ -72,6 +73,75 @@ void ColsGemmBf16(const KernelTable& kt, const LinearWeight& w, const float* xf,
                   int64_t m, int64_t c0, int64_t c1, float* y, int64_t ldy, GemmTiling t) {
   const int64_t k = w.k;
   kt.gemm_bf16(xf, k, w.bf16 + c0 * k, k, y + c0, ldy, m, c1 - c0, k, t);
+}
+
+// ---- bf16 packed: every bf16 linear weight the loader reads, packed once in 16-row groups of
+// k-pairs for the kernels (kernels/bf16_packed.h). A slice of rows starting at a group boundary
+// is a view; any other row or column slice is unpacked and packed again.
+
+LinearWeight PackedBf16(const uint16_t* w, int64_t ldw, int64_t n, int64_t k) {
+  LinearWeight p;
+  p.dtype = DType::kBF16;
+  p.n = n;
+  p.k = k;
+  p.owned_bf16.resize(Bf16PackedElems(n, k));
+  PackBf16(w, ldw, n, k, p.owned_bf16.data());
+  p.bf16p = p.owned_bf16.data();
+  return p;
+}
+
+// Rows [first, first + count), columns [c0, c0 + kc) of a packed W, row-major.
+std::vector<uint16_t> UnpackBf16(const LinearWeight& w, int64_t first, int64_t count, int64_t c0,
+                                 int64_t kc) {
+  std::vector<uint16_t> out(count * kc);
+  for (int64_t r = 0; r < count; ++r) {
+    for (int64_t c = 0; c < kc; ++c)
+      out[r * kc + c] = Bf16PackedAt(w.bf16p, w.k, first + r, c0 + c);
+  }
+  return out;
+}
+
+LinearWeight LoadBf16Packed(const TensorView& v, const TensorView*) {
+  const int64_t n = v.shape[0], k = v.shape[1];
+  if (reinterpret_cast<uintptr_t>(v.data) % alignof(uint16_t) == 0) {
+    return PackedBf16(reinterpret_cast<const uint16_t*>(v.data), k, n, k);
+  }
+  std::vector<uint16_t> aligned(v.numel());
+  std::memcpy(aligned.data(), v.data, v.nbytes);
+  return PackedBf16(aligned.data(), k, n, k);
+}
+
+float AtBf16Packed(const LinearWeight& w, int64_t row, int64_t col) {
+  return Bf16ToF32(Bf16PackedAt(w.bf16p, w.k, row, col));
+}
+
+LinearWeight RowsBf16Packed(const LinearWeight& w, int64_t first, int64_t count, bool copy) {
+  if (!copy && first % kBf16RowGroup == 0) {
+    LinearWeight v;
+    v.dtype = w.dtype;
+    v.n = count;
+    v.k = w.k;
+    v.bf16p = w.bf16p + (first / kBf16RowGroup) * Bf16Pairs(w.k) * 2 * kBf16RowGroup;
+    return v;
+  }
+  const std::vector<uint16_t> rows = UnpackBf16(w, first, count, 0, w.k);
+  return PackedBf16(rows.data(), w.k, count, w.k);
+}
+
+LinearWeight ColsBf16Packed(const LinearWeight& w, int64_t first, int64_t count) {
+  const std::vector<uint16_t> cols = UnpackBf16(w, 0, w.n, first, count);
+  return PackedBf16(cols.data(), count, w.n, count);
+}
+
+void GemmBf16PackedWeight(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
+                          const LinearWeight& w, float* y, GemmTiling t) {
+  GemmBf16Packed(kt, pool, x, m, w.k, w.bf16p, w.n, y, t);
+}
+
+void ColsGemmBf16Packed(const KernelTable& kt, const LinearWeight& w, const float* xf,
+                        const BlockQ8*, int64_t m, int64_t c0, int64_t c1, float* y, int64_t ldy,
+                        GemmTiling t) {
+  kt.gemm_bf16_packed(xf, w.k, m, w.bf16p, w.k, c0, c1, y + c0, ldy, t);
 }
 
 // ---- f32: W [n, k] owned as fp32 (checkpoint f32 or f16).
@@ -228,17 +298,20 @@ constexpr std::array<DType, 1> kBf16Files = {DType::kBF16};
 constexpr std::array<DType, 2> kF32Files = {DType::kF32, DType::kF16};
 constexpr std::array<DType, 1> kMxfp4Files = {DType::kU8};
 
-using Table = std::array<LinearFormat, 3>;
+constexpr std::array<DType, 0> kNoFiles = {};
 
-const Table& Formats() {
-  static const Table t = {{
-      {"bf16", DType::kBF16, 1, 2, kBf16Files, nullptr, false, 1, LoadBf16, AtBf16, RowsBf16,
-       ColsBf16, GemmBf16Weight, ColsGemmBf16},
+// Sized by its entries (an std::array of a stated size would zero-fill a missing one).
+std::span<const LinearFormat> Formats() {
+  static const auto t = std::to_array<LinearFormat>({
+      {"bf16", DType::kBF16, 1, 2, kBf16Files, nullptr, false, kBf16RowGroup, LoadBf16Packed,
+       AtBf16Packed, RowsBf16Packed, ColsBf16Packed, GemmBf16PackedWeight, ColsGemmBf16Packed},
+      {"bf16 row-major", DType::kBF16, 1, 2, kNoFiles, nullptr, false, 1, LoadBf16, AtBf16,
+       RowsBf16, ColsBf16, GemmBf16Weight, ColsGemmBf16},
       {"f32", DType::kF32, 1, 4, kF32Files, nullptr, false, 1, LoadF32, AtF32, RowsF32, ColsF32,
        GemmF32Weight, ColsGemmF32},
       {"mxfp4", DType::kU8, kMxBlock, kMxBlock / 2 + 1, kMxfp4Files, &quant::Mxfp4Format(), true,
        kMxRowGroup, LoadMxfp4, AtMxfp4, RowsMxfp4, ColsMxfp4, GemmMxfp4Weight, ColsGemmMxfp4},
-  }};
+  });
   return t;
 }
 
@@ -247,11 +320,16 @@ const Table& Formats() {
 std::span<const LinearFormat> LinearFormats() { return Formats(); }
 
 const LinearFormat& FormatOf(const LinearWeight& w) {
+  if (w.dtype == DType::kBF16) return Formats()[w.bf16p != nullptr ? 0 : 1];
   for (const LinearFormat& f : Formats()) {
     if (f.dtype == w.dtype) return f;
   }
   MX_CHECK_MSG(false, std::string("no linear format for dtype ") + DTypeName(w.dtype));
   return Formats()[0];
+}
+
+LinearWeight PackedBf16Weight(const uint16_t* w, int64_t ldw, int64_t n, int64_t k) {
+  return PackedBf16(w, ldw, n, k);
 }
 
 const LinearFormat* FormatForFileDtype(DType file_dtype) {

@@ -69,6 +69,10 @@ const LinearFormat& FormatOf(const LinearWeight& w);
 // other than MXFP4's codes, ...: not supported by the CPU forward).
 const LinearFormat* FormatForFileDtype(DType file_dtype);
 
+// W [n, k] from row-major bf16 (row stride ldw) in the loaded bf16 format (packed, owned): for
+// weights made in code that should run as the loaded ones do (the MoE tuner, tests).
+LinearWeight PackedBf16Weight(const uint16_t* w, int64_t ldw, int64_t n, int64_t k);
+
 // Every format, in table order.
 std::span<const LinearFormat> LinearFormats();
 

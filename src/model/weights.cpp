@@ -31,8 +31,9 @@ LinearWeight AbsorbedKeyWeight(const LinearWeight& kv_b, const ModelConfig& c, i
     t.owned_bf16.resize(t.n * t.k);
     for (int64_t h = 0; h < H; ++h) {
       for (int64_t d = 0; d < Dn; ++d) {
-        const uint16_t* src = kv_b.bf16 + (h * Dkv + d) * Rkv;
-        for (int64_t j = 0; j < Rkv; ++j) t.owned_bf16[(h * Rkv + j) * Dn + d] = src[j];
+        for (int64_t j = 0; j < Rkv; ++j) {  // bf16 → fp32 → bf16 is exact
+          t.owned_bf16[(h * Rkv + j) * Dn + d] = F32ToBf16(kv_b.at(h * Dkv + d, j));
+        }
       }
     }
     t.bf16 = t.owned_bf16.data();

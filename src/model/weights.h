@@ -35,8 +35,10 @@ struct LinearWeight {
   LinearWeight(const LinearWeight&) = delete;
   LinearWeight& operator=(const LinearWeight&) = delete;
 
-  DType dtype = DType::kBF16;  // kBF16, kF32, or kU8 = MXFP4
-  const uint16_t* bf16 = nullptr;
+  DType dtype = DType::kBF16;      // kBF16, kF32, or kU8 = MXFP4
+  const uint16_t* bf16 = nullptr;  // bf16 row-major [n, k] (weights derived in code)
+  const uint16_t* bf16p =
+      nullptr;  // bf16 packed in 16-row groups (loaded weights; kernels/bf16_packed.h)
   const float* f32 = nullptr;
   const uint8_t* mx_q = nullptr;  // MXFP4 codes, packed (kernels/mxfp4.h)
   const uint8_t* mx_e = nullptr;  // MXFP4 E8M0 scales, packed

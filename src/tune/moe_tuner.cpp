@@ -1,6 +1,5 @@
 // The MoE kernel tuner (see moe_tuner.h).
 #include "tune/moe_tuner.h"
-#include "kernels/mxfp4.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,7 +10,9 @@
 #include <fmt/format.h>
 
 #include "base/numerics.h"
+#include "kernels/mxfp4.h"
 #include "model/moe.h"
+#include "model/weight_format.h"
 
 namespace mx::tune {
 
@@ -64,11 +65,10 @@ LinearWeight RandomWeight(const std::string& dtype, int64_t n, int64_t k, Rng& r
     return w;
   }
   const float a = std::sqrt(3.0f / static_cast<float>(k));
-  if (dtype == "bf16") {
-    w.dtype = DType::kBF16;
-    w.owned_bf16.resize(n * k);
-    for (auto& v : w.owned_bf16) v = F32ToBf16(a * static_cast<float>(2 * rng.Uniform() - 1));
-    w.bf16 = w.owned_bf16.data();
+  if (dtype == "bf16") {  // packed, as the loader gives bf16 weights
+    std::vector<uint16_t> rows(n * k);
+    for (auto& v : rows) v = F32ToBf16(a * static_cast<float>(2 * rng.Uniform() - 1));
+    return PackedBf16Weight(rows.data(), k, n, k);
   } else {
     w.dtype = DType::kF32;
     w.owned_f32.resize(n * k);
@@ -147,7 +147,8 @@ std::vector<MoeKernelConfig> EnumerateMoeCandidates(const MoeShape& shape, const
                                                     int threads) {
   std::vector<MoeKernelConfig> out = {DefaultMoeConfig()};
   const bool tiled = level != KernelLevel::kRef;
-  // mr 0 is each kernel's default (4 rows for bf16/f32 and MXFP4); list the others explicitly.
+  // mr 0 is each kernel's default (8 rows for packed bf16 and MXFP4, 4 for f32); list the others
+  // explicitly.
   std::vector<int> mrs = {0};
   if (tiled && tokens >= 2) mrs.insert(mrs.end(), {1, 2});
   std::vector<int> nbs = {0};
