@@ -150,7 +150,7 @@ std::vector<MoeKernelConfig> EnumerateMoeCandidates(const MoeShape& shape, const
   // mr 0 is each kernel's default (8 rows for packed bf16 and MXFP4, 4 for f32); list the others
   // explicitly.
   std::vector<int> mrs = {0};
-  if (tiled && tokens >= 2) mrs.insert(mrs.end(), {1, 2});
+  if (tiled && tokens >= 2) mrs.insert(mrs.end(), {1, 2, 4});
   std::vector<int> nbs = {0};
   if (tiled && tokens >= 2) nbs.push_back(64);
   std::vector<int64_t> tts = {0};
@@ -230,13 +230,14 @@ Result<MoeTuneTable> TuneMoe(const MoeTuneOptions& o, const KernelTable& kt, Thr
   std::vector<float> x(T_max * s.model_dim);  // [T_max, D]
   for (auto& v : x) v = rng.Normal();
 
-  // Reference: the scalar kernels, default config, first check_rows tokens.
+  // Reference: the scalar kernels (taking activations as kt does), default config, first
+  // check_rows tokens.
   const int64_t Rc = std::min(o.check_rows, o.tokens.front());
   std::vector<ExpertRows> ref_routes(s.n_experts);
   for (int64_t t = 0; t < Rc; ++t) RouteToken(s, o.seed, t, ref_routes);
   std::vector<float> ref_out(Rc * s.model_dim);
-  MoeExperts(*GetKernelTable(KernelLevel::kRef), pool, w, x.data(), Rc, ref_routes,
-             DefaultMoeConfig(), ref_out.data());
+  MoeExperts(WithGemmActivations(*GetKernelTable(KernelLevel::kRef), kt.bf16_activations), pool, w,
+             x.data(), Rc, ref_routes, DefaultMoeConfig(), ref_out.data());
   const double tol = CheckTolerance(o.dtype);
 
   std::vector<std::vector<MoeKernelConfig>> cands;

@@ -30,8 +30,8 @@ TEST(MoeCandidates, DefaultFirstNoDuplicatesAndOnlyChoicesThatMatter) {
   }
   // 1 token: columns, columns fused, batched, experts.
   EXPECT_EQ(EnumerateMoeCandidates(kTiny, "bf16", KernelLevel::kAvx2, 1, 2).size(), 4u);
-  // 512 tokens: 4 splits × 3 row tiles × 2 column blocks × 2 token tiles.
-  EXPECT_EQ(EnumerateMoeCandidates(kTiny, "mxfp4", KernelLevel::kAvx512, 512, 2).size(), 48u);
+  // 512 tokens: 4 splits × 4 row tiles × 2 column blocks × 2 token tiles.
+  EXPECT_EQ(EnumerateMoeCandidates(kTiny, "mxfp4", KernelLevel::kAvx512, 512, 2).size(), 64u);
   // One thread: no whole-expert split; the ref level: no tiling.
   for (const auto& c : EnumerateMoeCandidates(kTiny, "bf16", KernelLevel::kRef, 512, 1)) {
     EXPECT_NE(c.split, MoeSplit::kExperts);
