@@ -14,7 +14,8 @@
 // Layouts (K = elements per row, a multiple of 32):
 //   Quark / HF:   packed[K/2], byte i = code[2i] | code[2i+1] << 4;  scales[K/32]
 //   split-half:   per block, byte j = code[j] | code[j+16] << 4 (llama.cpp block_mxfp4.qs);
-//                 what the CPU kernels read, made once at load by RepackQuarkToSplitHalf.
+//                 made at load by RepackQuarkToSplitHalf, then interleaved 16 rows at a time
+//                 into the kernels' packed layout (kernels/mxfp4.h).
 #pragma once
 
 #include <cstdint>
