@@ -30,7 +30,7 @@ struct IndexerScratch {
   std::vector<float> ki;              // [T, Di]
   std::vector<float> hw;              // [T, Hi]
   std::vector<float> panels;          // [S / 16, Di, 16] the group's keys
-  std::vector<float> key;             // [Di]
+  std::vector<float> key;             // [workers, Di]
   std::vector<float> scores;          // [workers, S]
   std::vector<int32_t> topk_scratch;  // [workers, TopKSetScratch(S)]
 };
@@ -87,16 +87,20 @@ void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer
     if (first_scored == g.end) continue;
     const int64_t S = ctx.pos[g.end - 1] + 1;
     float* panels = Grow(s.panels, IndexerPanelFloats(S, Di));
-    float* key = Grow(s.key, Di);
-    for (int64_t t = 0; t < S; ++t) {
-      if (t % kIndexerPanel == 0) {  // zero each panel first: its lanes past S stay 0
-        std::fill(panels + IndexerPanelIndex(t, 0, Di),
-                  panels + IndexerPanelIndex(t, 0, Di) + kIndexerPanel * Di, 0.0f);
-      }
-      ctx.kv.ReadIndexerKeyRow(g.seq, layer, t, key);
-      for (int64_t d = 0; d < Di; ++d) panels[IndexerPanelIndex(t, d, Di)] = key[d];
-    }
     const int workers = ctx.pool.size();
+    float* keys = Grow(s.key, workers * Di);  // one row buffer per worker
+    const int64_t n_panels = (S + kIndexerPanel - 1) / kIndexerPanel;
+    ctx.pool.parallel_for(0, n_panels, [&](int64_t lo, int64_t hi, int worker) {
+      float* key = keys + worker * Di;
+      for (int64_t t = lo * kIndexerPanel; t < std::min(S, hi * kIndexerPanel); ++t) {
+        if (t % kIndexerPanel == 0) {  // zero each panel first: its lanes past S stay 0
+          std::fill(panels + IndexerPanelIndex(t, 0, Di),
+                    panels + IndexerPanelIndex(t, 0, Di) + kIndexerPanel * Di, 0.0f);
+        }
+        ctx.kv.ReadIndexerKeyRow(g.seq, layer, t, key);
+        for (int64_t d = 0; d < Di; ++d) panels[IndexerPanelIndex(t, d, Di)] = key[d];
+      }
+    });
     float* scores = Grow(s.scores, workers * S);
     int32_t* tk_scratch = Grow(s.topk_scratch, workers * TopKSetScratch(S));
     // Rows in zig-zag order (row j's cost grows with its position), so any contiguous split of

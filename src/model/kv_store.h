@@ -27,7 +27,8 @@ class KvStore {
   // Errors: ResourceExhausted when the store cannot hold that many; NotFound for an unknown seq.
   virtual Status Reserve(int64_t seq, int64_t n_positions) = 0;
   // REQUIRES: Reserve(seq, > pos) succeeded. `row` / `out` hold mla_cache_values floats.
-  // Rows of distinct (seq, pos) may be written concurrently.
+  // Rows of distinct (seq, pos) may be written concurrently; reads may run concurrently with
+  // each other (the forward reads a layer's rows on the pool).
   virtual void WriteMlaRow(int64_t seq, int64_t layer, int64_t pos, const float* row) = 0;
   virtual void ReadMlaRow(int64_t seq, int64_t layer, int64_t pos, float* out) = 0;
   // REQUIRES: additionally, `layer` is a full-indexer layer; index_head_dim floats.

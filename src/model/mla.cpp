@@ -107,7 +107,9 @@ int64_t ReadAttendedRows(const LayerContext& ctx, int64_t seq, int64_t layer, in
     }
   }
   float* rows = Grow(s.rows, u * W);
-  for (int64_t i = 0; i < u; ++i) ctx.kv.ReadMlaRow(seq, layer, read[i], rows + i * W);
+  ctx.pool.parallel_for(0, u, [&](int64_t lo, int64_t hi, int) {
+    for (int64_t i = lo; i < hi; ++i) ctx.kv.ReadMlaRow(seq, layer, read[i], rows + i * W);
+  });
   return u;
 }
 
