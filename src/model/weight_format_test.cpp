@@ -52,10 +52,10 @@ FileTensor MakeTensor(DType dtype, uint64_t seed) {
     t.scale_bytes.resize(kN * kK / 32);
     for (int64_t r = 0; r < kN; ++r) {
       const quant::QuantFormat& q = quant::Mxfp4Format();  // as `mxserve quantize` writes
-      EXPECT_TRUE(q.encode_f32(t.values.data() + r * kK, kK, quant::ScaleMode::kEven,
-                               t.bytes.data() + r * kK / 2, t.scale_bytes.data() + r * kK / 32)
+      EXPECT_TRUE(q.encode(t.values.data() + r * kK, 1, kK, quant::ScaleMode::kEven, r,
+                           t.bytes.data() + r * kK / 2, t.scale_bytes.data() + r * kK / 32)
                       .ok());
-      q.decode(t.bytes.data() + r * kK / 2, t.scale_bytes.data() + r * kK / 32, kK,
+      q.decode(t.bytes.data() + r * kK / 2, t.scale_bytes.data() + r * kK / 32, 1, kK,
                t.values.data() + r * kK);
     }
     t.scale.name = "w_scale";
