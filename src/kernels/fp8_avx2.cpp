@@ -27,7 +27,9 @@ inline float Sum8(__m256 v) {
 
 struct Tile {
   template <int MR>
-  static constexpr int kWRows = MR == 1 ? 4 : MR == 2 ? 2 : 1;
+  static constexpr int kWRows = MR == 1   ? 4
+                                : MR == 2 ? 2
+                                          : 1;
 
   template <int MR, int NR>
   static void Run(const float* x, int64_t ldx, const uint8_t* w, int64_t k,
@@ -60,7 +62,7 @@ struct Tile {
       }
       // 32 columns from W rows wr[c] and activation rows xr[r] (rows of the matrices, or the
       // zero-padded copies of a short step).
-      auto step = [&](const uint8_t* const (&wr)[NR], const float* const (&xr)[MR]) {
+      auto step = [&](const uint8_t* const(&wr)[NR], const float* const(&xr)[MR]) {
         for (int c = 0; c < NR; ++c) {
           const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[c]));
           nan[c] = _mm256_or_si256(nan[c], _mm256_cmpeq_epi8(_mm256_or_si256(v, top), ones));

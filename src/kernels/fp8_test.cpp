@@ -26,9 +26,9 @@ struct Case {
 };
 
 struct Data {
-  std::vector<float> x;  // [m, k]
+  std::vector<float> x;    // [m, k]
   std::vector<uint8_t> w;  // [n, k] e4m3
-  std::vector<float> s;  // [ceil(n/128), ceil(k/128)]
+  std::vector<float> s;    // [ceil(n/128), ceil(k/128)]
 };
 
 // Random codes (no NaN codes), scales log-uniform in [2^-12, 2^-4] with a random sign.
@@ -57,8 +57,8 @@ float Dq(const Data& d, const Case& c, int64_t j, int64_t t, int64_t phase = 0) 
 }
 
 std::vector<Case> Cases() {
-  std::vector<Case> cases = {{1, 1, 1},     {1, 7, 16},    {1, 33, 100},  {2, 5, 128},
-                             {3, 130, 129}, {7, 17, 255},  {1, 64, 1024}, {5, 3, 200},
+  std::vector<Case> cases = {{1, 1, 1},     {1, 7, 16},     {1, 33, 100},  {2, 5, 128},
+                             {3, 130, 129}, {7, 17, 255},   {1, 64, 1024}, {5, 3, 200},
                              {16, 40, 384}, {1, 257, 2048}, {4, 129, 700}, {9, 300, 64}};
   for (int64_t m = 1; m <= 9; ++m) {
     for (int64_t k : {1, 8, 31, 33, 63, 65, 127, 130, 191, 257}) cases.push_back({m, 2 * m + 1, k});
@@ -124,8 +124,8 @@ void ExpectEveryLevelNearFloat64(const Case& c, const Data& d) {
           mag += std::fabs(double(d.x[i * c.k + t]) * wv);
         }
         ASSERT_LE(std::fabs(y[i * c.n + j] - exact), (c.k + 1) * 0x1p-24 * mag + 1e-30)
-            << KernelLevelName(kt->level) << " m=" << c.m << " n=" << c.n << " k=" << c.k
-            << " at (" << i << ", " << j << ")";
+            << KernelLevelName(kt->level) << " m=" << c.m << " n=" << c.n << " k=" << c.k << " at ("
+            << i << ", " << j << ")";
       }
     }
   }
@@ -176,12 +176,11 @@ TEST(Fp8Gemm, NaNCodesAndActivationsPoisonTheirOutputs) {
   for (int64_t col : {0, 77, 130, 299}) {
     for (uint8_t code : {uint8_t{0x7f}, uint8_t{0xff}}) {
       Data d = Make(c, static_cast<uint32_t>(col + code));
-      d.w[2 * c.k + col] = code;  // W row 2
+      d.w[2 * c.k + col] = code;             // W row 2
       d.x[1 * c.k + (col + 5) % c.k] = NAN;  // activation row 1
       for (const KernelTable* kt : AllLevels()) {
         std::vector<float> y(c.m * c.n, 0.0f);
-        kt->gemm_fp8(d.x.data(), c.k, d.w.data(), d.s.data(), 0, y.data(), c.n, c.m, c.n, c.k,
-                     {});
+        kt->gemm_fp8(d.x.data(), c.k, d.w.data(), d.s.data(), 0, y.data(), c.n, c.m, c.n, c.k, {});
         for (int64_t i = 0; i < c.m; ++i) {
           for (int64_t j = 0; j < c.n; ++j) {
             EXPECT_EQ(std::isnan(y[i * c.n + j]), i == 1 || j == 2)
@@ -228,8 +227,8 @@ TEST(Fp8Gemm, RowAndColumnSlicesAreBitIdentical) {
       kt->gemm_fp8(d.x.data(), c.k, d.w.data(), d.s.data(), 0, y0.data(), c.n, c.m, c.n, c.k, {});
       for (int64_t i = 0; i < c.m; ++i) {
         std::vector<float> row(c.n, NAN);
-        kt->gemm_fp8(d.x.data() + i * c.k, c.k, d.w.data(), d.s.data(), 0, row.data(), c.n, 1,
-                     c.n, c.k, {});
+        kt->gemm_fp8(d.x.data() + i * c.k, c.k, d.w.data(), d.s.data(), 0, row.data(), c.n, 1, c.n,
+                     c.k, {});
         for (int64_t j = 0; j < c.n; ++j) ASSERT_EQ(row[j], y0[i * c.n + j]);
       }
       std::vector<float> ys(c.m * ldy, NAN);

@@ -207,7 +207,8 @@ TEST_F(QuantizerFp8Test, TinyDefaultRecipeAndExclude) {
     const TensorView* s = q->Find(std::string(name) + "_scale_inv");
     ASSERT_TRUE(a && c && s) << name;
     EXPECT_EQ(c->dtype, DType::kF8_E4M3);
-    EXPECT_EQ(s->shape, (std::vector<int64_t>{(a->shape[0] + 127) / 128, (a->shape[1] + 127) / 128}));
+    EXPECT_EQ(s->shape,
+              (std::vector<int64_t>{(a->shape[0] + 127) / 128, (a->shape[1] + 127) / 128}));
     const Encoded want = EncodeTensor(AsF32(*a), a->shape[0], a->shape[1]);
     EXPECT_EQ(0, std::memcmp(c->data, want.codes.data(), c->nbytes)) << name;
     EXPECT_EQ(0, std::memcmp(s->data, want.scales.data(), s->nbytes)) << name;
@@ -234,21 +235,23 @@ TEST_F(QuantizerFp8Test, Fp8ToMxfp4EqualsMxfp4OfTheDequantizedWeights) {
   auto c8 = Checkpoint::Open(q8);
   ASSERT_TRUE(c8.ok());
   const fs::path deq = root_ / "deq";
-  Rewrite(*c8, fs::path(kTiny) / "config.json", deq, [&](const TensorView& v, SafetensorsWriter& sw) {
-    if (v.name.ends_with("_scale_inv")) return true;
-    if (v.dtype != DType::kF8_E4M3) return false;
-    const TensorView* s = c8->Find(v.name + "_scale_inv");
-    const int64_t n = v.shape[0], k = v.shape[1], kb = (k + 127) / 128;
-    std::vector<uint8_t> out(n * k * 4);
-    for (int64_t i = 0; i < n * k; ++i) {
-      float sc;
-      std::memcpy(&sc, s->data + 4 * ((i / k) / 128 * kb + (i % k) / 128), 4);
-      const float d = float(CodeValue(v.data[i] & 0x7f)) * (v.data[i] & 0x80 ? -1.0f : 1.0f) * sc;
-      std::memcpy(out.data() + 4 * i, &d, 4);
-    }
-    EXPECT_TRUE(sw.AddOwned(v.name, DType::kF32, v.shape, std::move(out)).ok());
-    return true;
-  });
+  Rewrite(*c8, fs::path(kTiny) / "config.json", deq,
+          [&](const TensorView& v, SafetensorsWriter& sw) {
+            if (v.name.ends_with("_scale_inv")) return true;
+            if (v.dtype != DType::kF8_E4M3) return false;
+            const TensorView* s = c8->Find(v.name + "_scale_inv");
+            const int64_t n = v.shape[0], k = v.shape[1], kb = (k + 127) / 128;
+            std::vector<uint8_t> out(n * k * 4);
+            for (int64_t i = 0; i < n * k; ++i) {
+              float sc;
+              std::memcpy(&sc, s->data + 4 * ((i / k) / 128 * kb + (i % k) / 128), 4);
+              const float d =
+                  float(CodeValue(v.data[i] & 0x7f)) * (v.data[i] & 0x80 ? -1.0f : 1.0f) * sc;
+              std::memcpy(out.data() + 4 * i, &d, 4);
+            }
+            EXPECT_TRUE(sw.AddOwned(v.name, DType::kF32, v.shape, std::move(out)).ok());
+            return true;
+          });
   const std::string m2 = (root_ / "m2").string();
   ASSERT_TRUE(QuantizeCheckpoint(deq.string(), m2, {}).ok());
   auto a = Checkpoint::Open(m1);
