@@ -13,8 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <memory>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -25,7 +23,6 @@
 #include "model/model.h"
 #include "model/model_test_util.h"
 #include "model/weight_bytes.h"
-#include "parallel/in_process_communicator.h"
 #include "quant/quantizer.h"
 
 namespace mx::weights_fp8_test {
@@ -78,10 +75,10 @@ const std::string& Fp8Tiny() {
 
 // Copies checkpoint `src` to `dst` with every tensor through `custom` (true: it wrote its own
 // version or dropped it) and config.json through `edit_config`.
-void Rewrite(const std::string& src, const fs::path& dst,
-             const std::function<bool(const Checkpoint&, const TensorView&, SafetensorsWriter&)>&
-                 custom,
-             const std::function<void(nlohmann::ordered_json&)>& edit_config) {
+void Rewrite(
+    const std::string& src, const fs::path& dst,
+    const std::function<bool(const Checkpoint&, const TensorView&, SafetensorsWriter&)>& custom,
+    const std::function<void(nlohmann::ordered_json&)>& edit_config) {
   auto c = Checkpoint::Open(src);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   fs::create_directories(dst);
@@ -212,30 +209,11 @@ TEST(Fp8Weights, MixedMxfp4AndFp8CheckpointLoadsAndRuns) {
   EXPECT_EQ(w.layers[2].moe.shared_experts.down_proj.dtype, DType::kF8_E4M3);
   EXPECT_EQ(w.layers[2].attn.kv_b_proj.dtype, DType::kF8_E4M3);
   EXPECT_EQ(w.lm_head.dtype, DType::kBF16);
-  auto ref = Model::Load(
-      Quantized(Dequantized(Fp8Tiny(), "mixed_deq_src"), "mixed_deq", "mxfp4"));
+  auto ref = Model::Load(Quantized(Dequantized(Fp8Tiny(), "mixed_deq_src"), "mixed_deq", "mxfp4"));
   ASSERT_TRUE(ref.ok()) << ref.status().ToString();
   const GenRun a = Generate(**m), b = Generate(**ref);
   ExpectClose(a.logits, b.logits, kMxfp4Tolerance, "tiny mixed vs dequantized mixed");
   EXPECT_EQ(a.greedy, b.greedy);
-}
-
-std::vector<GenRun> Sharded(const std::string& dir, int size, bool ep) {
-  std::vector<std::unique_ptr<Model>> shards;
-  for (int r = 0; r < size; ++r) {
-    auto m = Model::Load(dir, nullptr, ModelShard{r, size, ep});
-    EXPECT_TRUE(m.ok()) << m.status().ToString();
-    if (!m.ok()) return {};
-    shards.push_back(std::move(m).value());
-  }
-  InProcessGroup group(size);
-  std::vector<GenRun> runs(size);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] { runs[r] = Generate(*shards[r], &group.rank(r)); });
-  }
-  for (auto& t : threads) t.join();
-  return runs;
 }
 
 // tiny's row-parallel slices (o_proj: 40 of 80 columns) split a 128-column block: refused,
@@ -248,14 +226,15 @@ TEST(Fp8Weights, ShardsSliceRowsAnywhereAndRefuseSplitBlocks) {
   EXPECT_NE(tp.status().message().find("o_proj.weight"), std::string::npos)
       << tp.status().ToString();
   EXPECT_NE(tp.status().message().find("128-element block"), std::string::npos);
-  const std::string cols = Quantized(TestCheckpointDir("tiny"), "tiny_cols", "fp8",
-                                     {"re:.*\\.(o_proj|down_proj)"});
+  const std::string cols =
+      Quantized(TestCheckpointDir("tiny"), "tiny_cols", "fp8", {"re:.*\\.(o_proj|down_proj)"});
   auto whole = Model::Load(cols);
   ASSERT_TRUE(whole.ok()) << whole.status().ToString();
   EXPECT_EQ((*whole)->weights().layers[1].attn.q_b_proj.dtype, DType::kF8_E4M3);
   const GenRun ref = Generate(**whole);
   for (bool ep : {false, true}) {
-    const std::vector<GenRun> runs = Sharded(cols, 2, ep);
+    const std::vector<GenRun> runs = RunSharded<GenRun>(
+        cols, 2, ep, [](const Model& m, Communicator* comm) { return Generate(m, comm); });
     ASSERT_EQ(runs.size(), 2u);
     for (const GenRun& r : runs) {
       ExpectClose(r.logits, ref.logits, kOrderTolerance, ep ? "fp8 ep2" : "fp8 tp2");
@@ -300,7 +279,8 @@ TEST(Fp8Weights, MalformedCheckpointFailsWithOneErrorListingEveryTensor) {
 TEST(Fp8Weights, Fp8WithoutAnFp8ConfigFails) {
   const fs::path dst = Temp("noconfig");
   Rewrite(
-      Fp8Tiny(), dst, [](const Checkpoint&, const TensorView&, SafetensorsWriter&) { return false; },
+      Fp8Tiny(), dst,
+      [](const Checkpoint&, const TensorView&, SafetensorsWriter&) { return false; },
       [](nlohmann::ordered_json& cfg) { cfg.erase("quantization_config"); });
   auto m = Model::Load(dst.string());
   ASSERT_FALSE(m.ok());
