@@ -6,6 +6,7 @@
 // `reps`. The host is shared: run nothing else meanwhile.
 //
 //   fp8_bench [threads=0 (all)] [reps=7] [m=128,512] [shapes=2048x2048,768x2048,2048x768]
+//             [mr=0] [nb=0] (the GemmTiling of the FP8 and bf16 GEMMs; 0 = the defaults)
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -49,7 +50,8 @@ Stats Time(int reps, Fn fn) {
 
 int main(int argc, char** argv) {
   std::map<std::string, std::string> a = {
-      {"threads", "0"}, {"reps", "7"}, {"m", "128,512"}, {"shapes", "2048x2048,768x2048,2048x768"}};
+      {"threads", "0"}, {"reps", "7"}, {"m", "128,512"}, {"shapes", "2048x2048,768x2048,2048x768"},
+      {"mr", "0"},      {"nb", "0"}};
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
     const size_t eq = s.find('=');
@@ -62,6 +64,7 @@ int main(int argc, char** argv) {
   mx::ThreadPool pool(std::stoi(a["threads"]));
   const int reps = std::stoi(a["reps"]);
   const mx::KernelTable& kt = mx::SelectKernels();
+  const mx::GemmTiling tiling{.mr = std::stoi(a["mr"]), .nb = std::stoi(a["nb"])};
   const double floor_gbps = mx::MeasureReadBandwidthGBps(pool);
   fmt::print("{} threads, kernels {}; read bandwidth floor {:.1f} GB/s\n\n", pool.size(),
              mx::KernelLevelName(kt.level), floor_gbps);
@@ -92,7 +95,8 @@ int main(int argc, char** argv) {
                   y.data());
     });
     fmt::print("| FP8 GEMV, streamed | 1 | {} | {} | {:.1f} | {:.1f} | {:.0f}% of floor |\n", n, k,
-               bytes / g.best / 1e9, bytes / g.median / 1e9, 100 * bytes / g.best / 1e9 / floor_gbps);
+               bytes / g.best / 1e9, bytes / g.median / 1e9,
+               100 * bytes / g.best / 1e9 / floor_gbps);
     std::vector<uint16_t> wb(n * k);
     for (int64_t i = 0; i < n * k; ++i) {
       wb[i] = mx::F32ToBf16(mx::Fp8E4M3FnToF32(w[i]) * s[i / k / 128 * mx::Fp8ScaleCols(k)]);
@@ -107,11 +111,10 @@ int main(int argc, char** argv) {
       for (auto& v : xm) v = nd(rng);
       const double flops = 2.0 * m * n * k;
       const Stats f = Time(reps, [&](int) {
-        mx::GemmFp8(kt, pool, xm.data(), m, k, w.data(), s.data(), 0, n, ym.data());
+        mx::GemmFp8(kt, pool, xm.data(), m, k, w.data(), s.data(), 0, n, ym.data(), tiling);
       });
-      const Stats b = Time(reps, [&](int) {
-        mx::GemmBf16(kt, pool, xm.data(), m, k, wb.data(), n, ym.data());
-      });
+      const Stats b = Time(
+          reps, [&](int) { mx::GemmBf16(kt, pool, xm.data(), m, k, wb.data(), n, ym.data(), tiling); });
       fmt::print("| FP8 GEMM | {} | {} | {} | {:.0f} | {:.0f} | {:.0f}% of bf16 |\n", m, n, k,
                  flops / f.best / 1e9, flops / f.median / 1e9, 100 * b.best / f.best);
       fmt::print("| bf16 GEMM (fp32 activations) | {} | {} | {} | {:.0f} | {:.0f} | |\n", m, n, k,
