@@ -405,7 +405,8 @@ constexpr std::array<DType, 0> kNoFiles = {};
 std::span<const LinearFormat> Formats() {
   static const auto t = std::to_array<LinearFormat>({
       {"bf16", DType::kBF16, 1, 2, kBf16Files, nullptr, false, kBf16RowGroup, LoadBf16Packed,
-       AtBf16Packed, RowsBf16Packed, ColsBf16Packed, GemmBf16PackedWeight, ColsGemmBf16Packed, BytesPerRowBlocks},
+       AtBf16Packed, RowsBf16Packed, ColsBf16Packed, GemmBf16PackedWeight, ColsGemmBf16Packed,
+       BytesPerRowBlocks},
       {"bf16 row-major", DType::kBF16, 1, 2, kNoFiles, nullptr, false, 1, LoadBf16, AtBf16,
        RowsBf16, ColsBf16, GemmBf16Weight, ColsGemmBf16, BytesPerRowBlocks},
       {"f32", DType::kF32, 1, 4, kF32Files, nullptr, false, 1, LoadF32, AtF32, RowsF32, ColsF32,

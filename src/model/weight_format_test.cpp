@@ -209,7 +209,9 @@ TEST(LinearFormats, Fp8BlocksRowPhasesAndColumnSlices) {
   ASSERT_TRUE(mid.ok() && last.ok());
   for (int64_t r = 0; r < 140; ++r) {
     for (int64_t c = 0; c < 132; ++c) {
-      if (c < 128) ASSERT_EQ(mid->at(r, c), value(130 + r, 128 + c));
+      if (c < 128) {
+        ASSERT_EQ(mid->at(r, c), value(130 + r, 128 + c));
+      }
       ASSERT_EQ(last->at(r, c), value(130 + r, 128 + c));
     }
   }

@@ -197,6 +197,21 @@ TEST(Fp8Weights, TinyLoadsInFp8AndMatchesItsDequantizedTwin) {
   EXPECT_EQ(a.greedy, b.greedy);
 }
 
+// The MTP layer (layer 4) kept bf16 by --exclude under its checkpoint name, the rest FP8.
+TEST(Fp8Weights, MtpLayerInBf16MatchesItsDequantizedTwin) {
+  const std::string dir =
+      Quantized(TestCheckpointDir("tiny"), "tiny_mtp_bf16", "fp8", {"re:model\\.layers\\.4\\..*"});
+  auto m = Model::Load(dir);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)->weights().mtp.layer.attn.q_a_proj.dtype, DType::kBF16);
+  EXPECT_EQ((*m)->weights().layers[3].attn.q_a_proj.dtype, DType::kF8_E4M3);
+  auto d = Model::Load(Dequantized(dir, "tiny_mtp_bf16_deq"));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  const GenRun a = Generate(**m), b = Generate(**d);
+  ExpectClose(a.mtp_logits, b.mtp_logits, kOrderTolerance, "tiny fp8, MTP bf16, MTP logits");
+  EXPECT_EQ(a.greedy, b.greedy);
+}
+
 // MXFP4 experts + FP8 attention, dense and shared experts + bf16 rest, made from the FP8
 // checkpoint, against the same made from the dequantized one (its MXFP4 bytes are identical:
 // quantizer_fp8_test.cpp).
