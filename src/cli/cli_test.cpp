@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace {
@@ -98,6 +99,32 @@ TEST(Cli, InspectHumanOutput) {
   EXPECT_NE(r.out.find("753.33 B (743.38 B main + 9.95 B MTP)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("59,585"), std::string::npos);
   EXPECT_NE(r.out.find("21 full layers"), std::string::npos);
+}
+
+// `quantize --format fp8` then `inspect`: tensors and bytes per format (FP8: a byte per weight
+// plus its block scales).
+TEST(Cli, QuantizeFp8ThenInspectCountsFormats) {
+  namespace fs = std::filesystem;
+  const std::string out = (fs::path(::testing::TempDir()) / "mx_cli_fp8").string();
+  CmdResult q = Exec("quantize " MX_TEST_DATA_DIR "/tiny " + out + " --format fp8 --overwrite");
+  ASSERT_EQ(q.code, 0) << q.out;
+  EXPECT_NE(q.out.find("to FP8 (128x128 block scales)"), std::string::npos) << q.out;
+  CmdResult ok = Exec("inspect " + out + " --json");
+  ASSERT_EQ(ok.code, 0) << ok.out.substr(0, 500);
+  auto j = nlohmann::json::parse(ok.out);
+  EXPECT_TRUE(j["checkpoint"]["ok"].get<bool>());
+  const int fp8 = j["checkpoint"]["formats"]["fp8"].get<int>();
+  EXPECT_GT(fp8, 100);
+  int64_t want = 0;
+  for (const auto& t : j["tensors"]) {
+    if (t["format"] != "fp8") continue;
+    const int64_t n = t["shape"][0], k = t["shape"][1];
+    want += n * k + 4 * ((n + 127) / 128) * ((k + 127) / 128);
+  }
+  EXPECT_EQ(j["checkpoint"]["format_bytes"]["fp8"].get<int64_t>(), want);
+  CmdResult text = Exec("inspect " + out);
+  EXPECT_NE(text.out.find(fmt::format("fp8 {} (", fp8)), std::string::npos) << text.out;
+  fs::remove_all(out);
 }
 
 TEST(Cli, InspectCheckpointAndErrors) {

@@ -47,6 +47,22 @@ std::string ExpertDtype(const ModelConfig& c, const std::vector<TensorSpec>& spe
   return c.quantization_config_json ? "mxfp4" : "bf16";
 }
 
+// Tensors and file bytes (codes and scales) per storage format.
+struct FormatTotal {
+  int64_t tensors = 0;
+  int64_t bytes = 0;
+};
+std::map<std::string, FormatTotal> FormatTotals(const CheckpointReport& r) {
+  std::map<std::string, FormatTotal> out;
+  for (const auto& m : r.matches) {
+    FormatTotal& t = out[WeightFormatName(m.format)];
+    ++t.tensors;
+    if (m.view != nullptr) t.bytes += static_cast<int64_t>(m.view->nbytes);
+    if (m.scale != nullptr) t.bytes += static_cast<int64_t>(m.scale->nbytes);
+  }
+  return out;
+}
+
 std::string Billions(int64_t n) { return fmt::format("{:.2f} B", n / 1e9); }
 
 std::string Grouped(int64_t n) {
@@ -183,12 +199,16 @@ int RunInspect(const InspectArgs& a) {
     }
     j["tensors"] = std::move(list);
     if (report) {
-      std::map<std::string, int64_t> formats;
-      for (const auto& m : report->matches) formats[WeightFormatName(m.format)]++;
+      std::map<std::string, int64_t> formats, format_bytes;
+      for (const auto& [name, t] : FormatTotals(*report)) {
+        formats[name] = t.tensors;
+        format_bytes[name] = t.bytes;
+      }
       j["checkpoint"] = {{"dir", a.model_dir},
                          {"files", ckpt->num_files()},
                          {"bytes", ckpt->total_bytes()},
                          {"formats", formats},
+                         {"format_bytes", format_bytes},
                          {"ok", report->ok()},
                          {"missing", report->missing},
                          {"mismatched", report->mismatched},
@@ -262,12 +282,12 @@ int RunInspect(const InspectArgs& a) {
       Grouped(kv.values_per_token), Grouped(kv.bf16_bytes_per_token),
       Grouped(kv.fp8_bytes_per_token), kv.mtp_values_per_token);
   if (report) {
-    std::map<std::string, int64_t> formats;
-    for (const auto& m : report->matches) formats[WeightFormatName(m.format)]++;
     out += fmt::format("\ncheckpoint    {} ({} file(s), {} bytes)\n", a.model_dir,
                        ckpt->num_files(), Grouped(ckpt->total_bytes()));
     std::string f;
-    for (const auto& [name, n] : formats) f += fmt::format("{} {}  ", name, n);
+    for (const auto& [name, t] : FormatTotals(*report)) {
+      f += fmt::format("{} {} ({} bytes)  ", name, t.tensors, Grouped(t.bytes));
+    }
     out += fmt::format("formats       {}\n", f);
     if (!report->ignored.empty()) {
       out += fmt::format("ignored       {} indexer tensor(s) on IndexShare shared layers\n",

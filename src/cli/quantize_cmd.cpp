@@ -1,5 +1,6 @@
-// `mxserve quantize IN_DIR OUT_DIR --format mxfp4`: bf16 checkpoint → MXFP4 checkpoint in
-// AMD Quark's layout (quant/quantizer.h), with a progress bar and ETA on a terminal.
+// `mxserve quantize IN_DIR OUT_DIR --format mxfp4|fp8`: bf16 checkpoint → MXFP4 checkpoint in
+// AMD Quark's layout, or → FP8 block-scaled checkpoint in the DeepSeek layout; an FP8 checkpoint
+// → MXFP4 (quant/quantizer.h). A progress bar and ETA on a terminal.
 #include <unistd.h>
 
 #include <chrono>
@@ -63,9 +64,11 @@ int RunQuantize(const QuantizeArgs& a) {
   if (!r.ok()) return Fail(r.status().message());
   const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
-      "quantized %lld tensor(s) to MXFP4 (%s scales), kept %lld; %.1f MB -> %.1f MB (%.2fx) in "
-      "%d file(s), %.1fs (%.0f MB/s); %zu exclude entries\n",
-      static_cast<long long>(r->n_quantized), a.scale_mode.c_str(),
+      "quantized %lld tensor(s) to %s, kept %lld; %.1f MB -> %.1f MB (%.2fx) in "
+      "%d file(s), %.1fs (%.0f MB/s); %zu module(s) left unquantized\n",
+      static_cast<long long>(r->n_quantized),
+      a.format == "mxfp4" ? ("MXFP4 (" + a.scale_mode + " scales)").c_str()
+                          : "FP8 (128x128 block scales)",
       static_cast<long long>(r->n_kept), r->in_bytes / 1e6, r->out_bytes / 1e6,
       r->out_bytes ? double(r->in_bytes) / r->out_bytes : 0.0, r->num_shards, el,
       el > 0 ? r->in_bytes / 1e6 / el : 0.0, r->exclude.size());
@@ -75,10 +78,16 @@ int RunQuantize(const QuantizeArgs& a) {
 VerbRun Setup(CLI::App& app) {
   auto a = std::make_shared<QuantizeArgs>();
   CLI::App* sub =
-      app.add_subcommand("quantize", "quantize a bf16 checkpoint to MXFP4 (Quark layout)");
-  sub->add_option("IN_DIR", a->in_dir, "bf16 Hugging Face checkpoint directory")->required();
+      app.add_subcommand("quantize",
+                         "quantize a bf16 checkpoint to MXFP4 (Quark layout) or FP8 (DeepSeek "
+                         "128x128 blocks), or an FP8 checkpoint to MXFP4");
+  sub->add_option("IN_DIR", a->in_dir, "bf16 (or, for mxfp4, FP8) Hugging Face checkpoint")
+      ->required();
   sub->add_option("OUT_DIR", a->out_dir, "output directory (must not exist)")->required();
-  sub->add_option("--format", a->format, "output format")->capture_default_str();
+  sub->add_option("--format", a->format,
+                  "output format: mxfp4 (routed experts) or fp8 (every matrix but the embedding, "
+                  "lm_head, routers, indexer weights_proj, MTP eh_proj)")
+      ->capture_default_str();
   sub->add_option("--scale-mode", a->scale_mode, "E8M0 scale rule: even (Quark) or floor (OCP)")
       ->capture_default_str();
   sub->add_option("--max-shard-size", a->max_shard_size, "shard above this size (5GB, 500MB)")

@@ -54,6 +54,7 @@ constexpr KernelTable kRefTable = {
     .attend_rows = ref::AttendRows,
     .indexer_scores = ref::IndexerScores,
     .topk_set = ref::TopKSet,
+    .gemm_fp8 = ref::GemmFp8,
 };
 
 // The AVX2 table with its MXFP4 kernel; the AVX-512 table with the AVX-512 VNNI MXFP4 kernel
@@ -63,6 +64,7 @@ const KernelTable& Avx2WithMxfp4() {
     KernelTable k = Avx2KernelTable();
     k.gemm_mxfp4 = avx2::GemmMxfp4;
     k.gemm_bf16_packed = avx2::GemmBf16Packed;
+    k.gemm_fp8 = avx2::GemmFp8;
     k.attend_rows = avx2::AttendRows;
     k.indexer_scores = avx2::IndexerScores;
     k.topk_set = RadixTopKSet;
@@ -75,6 +77,7 @@ const KernelTable& Avx512WithMxfp4() {
   static const KernelTable t = [] {
     KernelTable k = Avx512KernelTable();
     k.gemm_mxfp4 = avx512::GemmMxfp4;
+    k.gemm_fp8 = avx512::GemmFp8;
     k.attend_rows = avx512::AttendRows;
     k.indexer_scores = avx512::IndexerScores;
     k.topk_set = RadixTopKSet;
@@ -372,6 +375,20 @@ std::string KernelSelfTest(const KernelTable& t) {
     ref::GemmMxfp4(q.data(), m, pq.data(), pe.data(), kq, 0, n, want.data(), n, {});
     t.gemm_mxfp4(q.data(), m, pq.data(), pe.data(), kq, 0, n, got.data(), n, {});
     if (!Close(got, want, kTol)) return "gemm_mxfp4";
+  }
+  if (t.gemm_fp8 != nullptr) {
+    // 200 columns (a partial 128-block and a partial vector), W rows starting at row 120 of
+    // their block (a block change inside the tile), codes below 2 in magnitude (subnormals
+    // included) so that the fp32 reordering stays within kTol.
+    constexpr int64_t k8 = 200, kb = 2, phase = 120;
+    std::vector<uint8_t> w8(n * k8);
+    for (size_t i = 0; i < w8.size(); ++i) w8[i] = static_cast<uint8_t>(i * 37 + 11) & 0xbf;
+    const auto sf = KnownInputs(2 * kb, 9);
+    const auto x8 = KnownInputs(m * k8, 10);
+    std::vector<float> want(m * n, nan), got(m * n, nan);
+    ref::GemmFp8(x8.data(), k8, w8.data(), sf.data(), phase, want.data(), n, m, n, k8, {});
+    t.gemm_fp8(x8.data(), k8, w8.data(), sf.data(), phase, got.data(), n, m, n, k8, {});
+    if (!Close(got, want, kTol)) return "gemm_fp8";
   }
   return "";
 }

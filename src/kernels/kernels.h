@@ -15,6 +15,7 @@
 #include "base/thread_pool.h"
 #include "kernels/attention_kernels.h"
 #include "kernels/bf16_packed.h"
+#include "kernels/fp8.h"
 #include "kernels/gemm_tiling.h"
 #include "kernels/mxfp4.h"
 
@@ -87,6 +88,9 @@ struct KernelTable {
   // out[k] = the positions of the k largest scores[n] (ties → lower position), ascending.
   // `scratch` holds TopKSetScratch(n) int32s. REQUIRES: k <= n; no NaN scores.
   TopKSetFn topk_set = nullptr;
+  // y[M, N] = x · Wᵀ with W FP8 e4m3 and one fp32 scale per 128 × 128 block; see kernels/fp8.h.
+  // nullptr means the ref kernel (GemmFp8 falls back to it).
+  GemmFp8Fn gemm_fp8 = nullptr;
 };
 
 // The table for one level; nullptr when that level is not compiled in or the CPU lacks it.

@@ -86,19 +86,20 @@ CheckpointReport CheckCheckpoint(const ModelConfig& config, const std::vector<Te
             base, ShapeString(want), s ? Describe(*s) : std::string("none")));
       }
     } else if (is_linear && v.dtype == DType::kF8_E4M3 && v.shape == spec.shape) {
+      // The kernels (kernels/fp8.h) take exactly one F32 scale per 128 × 128 block.
       const TensorView* s = ckpt.Find(base + "weight_scale_inv");
-      if (s == nullptr) s = ckpt.Find(base + "weight_scale");
       const std::vector<int64_t> block{CeilDiv(spec.shape[0], 128), CeilDiv(spec.shape[1], 128)};
-      if (s != nullptr && s->dtype == DType::kF32 &&
-          (s->shape == block || s->numel() == 1 ||
-           s->shape == std::vector<int64_t>{spec.shape[0], 1})) {
+      if (s != nullptr) consumed.insert(s->name);
+      if (s != nullptr && s->dtype == DType::kF32 && s->shape == block) {
         m.format = WeightFormat::kFP8;
         m.scale = s;
-        consumed.insert(s->name);
       } else {
         m.format = WeightFormat::kMismatch;
-        r.mismatched.push_back(fmt::format("{}: FP8 weight {} needs an F32 {}weight_scale_inv {}",
-                                           spec.name, Describe(v), base, ShapeString(block)));
+        r.mismatched.push_back(
+            fmt::format("{}: FP8 weight {} needs {}weight_scale_inv F32 {} (one scale per 128 x "
+                        "128 block), found {}",
+                        spec.name, Describe(v), base, ShapeString(block),
+                        s ? Describe(*s) : std::string("none")));
       }
     } else {
       m.format = WeightFormat::kMismatch;

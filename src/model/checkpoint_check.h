@@ -1,7 +1,7 @@
 // Matches a checkpoint's tensors against the expected list of its config: decides each
-// tensor's storage format from what is in the file (bf16/f16/f32; fp8 e4m3 with
-// weight_scale_inv; MXFP4 as uint8 [out, in/2] + uint8 weight_scale [out, in/32]) and lists
-// every missing, unexpected and mis-shaped tensor (all of them, not the first).
+// tensor's storage format from what is in the file (bf16/f16/f32; fp8 e4m3 with an F32
+// weight_scale_inv per 128 x 128 block; MXFP4 as uint8 [out, in/2] + uint8 weight_scale [out,
+// in/32]) and lists every missing, unexpected and mis-shaped tensor (all of them, not the first).
 #pragma once
 
 #include <string>

@@ -157,12 +157,12 @@ void ReserveWorkers(MlaScratch& s, int workers, int64_t m, int64_t n) {
 // W_hᵀ for every head h, W_h the n rows of `w` from w_first + h·w_head. For bf16 / fp32 weights one
 // pool call over the heads, each head's GEMM on one worker (a decode step makes 2 such calls per
 // layer instead of 2·H threaded GEMMs); the kernel computes every element as the threaded GEMM
-// does, so the results are the same bits. MXFP4: a threaded Linear per head through `tmp`.
+// does, so the results are the same bits. MXFP4, FP8: a threaded Linear per head through `tmp`.
 void PerHeadGemm(const LayerContext& ctx, const float* x, int64_t ldx, int64_t x_head, int64_t m,
                  const LinearWeight& w, int64_t w_first, int64_t w_head, int64_t n, float* y,
                  int64_t ldy, int64_t y_head, std::vector<float>& tmp) {
   const int64_t H = (w.n - w_first - n) / w_head + 1, k = w.k;
-  if (w.is_mxfp4()) {
+  if (w.dtype != DType::kBF16 && w.dtype != DType::kF32) {
     float* xt = Grow(tmp, m * (k + n));
     for (int64_t h = 0; h < H; ++h) {
       for (int64_t i = 0; i < m; ++i) std::copy_n(x + h * x_head + i * ldx, k, xt + i * k);

@@ -84,21 +84,9 @@ GreedyRun Generate(const Model& m, const std::vector<int32_t>& prompt, int n, Co
 // Every rank of a `size`-rank group generates; returns each rank's run.
 std::vector<GreedyRun> GenerateSharded(const std::string& dir, int size, bool ep,
                                        const std::vector<int32_t>& prompt, int n) {
-  std::vector<std::unique_ptr<Model>> shards;
-  for (int r = 0; r < size; ++r) {
-    auto m = Model::Load(dir, nullptr, ModelShard{r, size, ep});
-    EXPECT_TRUE(m.ok()) << m.status().ToString();
-    if (!m.ok()) return {};
-    shards.push_back(std::move(m).value());
-  }
-  InProcessGroup group(size);
-  std::vector<GreedyRun> runs(size);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] { runs[r] = Generate(*shards[r], prompt, n, &group.rank(r)); });
-  }
-  for (auto& t : threads) t.join();
-  return runs;
+  return RunSharded<GreedyRun>(dir, size, ep, [&](const Model& m, Communicator* comm) {
+    return Generate(m, prompt, n, comm);
+  });
 }
 
 std::vector<int32_t> RandomPrompt(int64_t V, int n, uint32_t seed) {

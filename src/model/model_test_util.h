@@ -7,13 +7,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "io/safetensors.h"
 #include "model/model.h"
+#include "parallel/in_process_communicator.h"
 
 namespace mx {
 
@@ -82,6 +85,29 @@ inline double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& 
 
 inline int32_t ArgMax(const float* x, int64_t n) {
   return static_cast<int32_t>(std::max_element(x, x + n) - x);
+}
+
+// Loads the `size` shards of `dir` (tensor parallel, or expert parallel with `ep`) and runs
+// fn(shard, its communicator) for every rank on its own thread over an in-process group; one
+// result per rank (empty when a shard fails to load).
+template <typename R>
+std::vector<R> RunSharded(const std::string& dir, int size, bool ep,
+                          const std::function<R(const Model&, Communicator*)>& fn) {
+  std::vector<std::unique_ptr<Model>> shards;
+  for (int r = 0; r < size; ++r) {
+    auto m = Model::Load(dir, nullptr, ModelShard{r, size, ep});
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    if (!m.ok()) return {};
+    shards.push_back(std::move(m).value());
+  }
+  InProcessGroup group(size);
+  std::vector<R> runs(size);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] { runs[r] = fn(*shards[r], &group.rank(r)); });
+  }
+  for (auto& t : threads) t.join();
+  return runs;
 }
 
 }  // namespace mx

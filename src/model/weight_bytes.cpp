@@ -10,8 +10,7 @@ namespace mx {
 
 int64_t WeightBytes(const LinearWeight& w) {
   if (w.empty()) return 0;
-  const LinearFormat& f = FormatOf(w);
-  return w.n * (w.k / f.block) * f.block_bytes;
+  return FormatOf(w).bytes(w);
 }
 
 double StepWeightBytes(const ModelWeights& w, const std::map<int64_t, RouterChoice>& router) {

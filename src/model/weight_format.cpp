@@ -1,6 +1,7 @@
 // The LinearFormat table: bf16 (packed at load in 16-row groups; kernels/bf16_packed.h), bf16
 // row-major (the weights derived in code, e.g. MLA's absorbed key weight), f32 (owned; f16
-// widened), MXFP4 (Quark codes packed in 16-row groups with their E8M0 scales; kernels/mxfp4.h).
+// widened), MXFP4 (Quark codes packed in 16-row groups with their E8M0 scales; kernels/mxfp4.h),
+// FP8 (e4m3 codes and 128 × 128 block scales as stored, mapped; kernels/fp8.h).
 #include "model/weight_format.h"
 
 #include <algorithm>
@@ -294,9 +295,109 @@ void ColsGemmMxfp4(const KernelTable& kt, const LinearWeight& w, const float*, c
   kt.gemm_mxfp4(xq, m, w.mx_q, w.mx_e, w.k, c0, c1, y + c0, ldy, t);
 }
 
+// ---- FP8: e4m3 codes [n, k] (a view into the mapped checkpoint) and fp32 scales per 128 × 128
+// block (a view when aligned); rows from fp8_phase of the first block row (LinearWeight).
+
+constexpr int64_t kFp8 = kFp8Block;
+
+LinearWeight LoadFp8(const TensorView& v, const TensorView* scale) {
+  MX_CHECK(scale != nullptr);  // CheckCheckpoint pairs them and checks the scale's shape
+  LinearWeight w;
+  w.dtype = DType::kF8_E4M3;
+  w.n = v.shape[0];
+  w.k = v.shape[1];
+  w.fp8 = v.data;
+  if (reinterpret_cast<uintptr_t>(scale->data) % alignof(float) == 0) {
+    w.fp8_s = reinterpret_cast<const float*>(scale->data);
+  } else {
+    w.owned_fp8_s.resize(scale->numel());
+    std::memcpy(w.owned_fp8_s.data(), scale->data, scale->nbytes);
+    w.fp8_s = w.owned_fp8_s.data();
+  }
+  return w;
+}
+
+// The scales of W's row `row` (its block row).
+const float* Fp8ScaleRow(const LinearWeight& w, int64_t row) {
+  return w.fp8_s + (w.fp8_phase + row) / kFp8 * Fp8ScaleCols(w.k);
+}
+
+float AtFp8(const LinearWeight& w, int64_t row, int64_t col) {
+  return Fp8E4M3FnToF32(w.fp8[row * w.k + col]) * Fp8ScaleRow(w, row)[col / kFp8];
+}
+
+LinearWeight RowsFp8(const LinearWeight& w, int64_t first, int64_t count, bool copy) {
+  LinearWeight v;
+  v.dtype = w.dtype;
+  v.n = count;
+  v.k = w.k;
+  v.fp8_phase = (w.fp8_phase + first) % kFp8;
+  if (!copy) {
+    v.fp8 = w.fp8 + first * w.k;
+    v.fp8_s = Fp8ScaleRow(w, first);
+    return v;
+  }
+  v.owned_mx_q.assign(w.fp8 + first * w.k, w.fp8 + (first + count) * w.k);
+  const int64_t block_rows = (v.fp8_phase + count + kFp8 - 1) / kFp8;
+  const float* s = Fp8ScaleRow(w, first);
+  v.owned_fp8_s.assign(s, s + block_rows * Fp8ScaleCols(w.k));
+  v.fp8 = v.owned_mx_q.data();
+  v.fp8_s = v.owned_fp8_s.data();
+  return v;
+}
+
+// REQUIRES: first a multiple of 128; count too unless the slice ends at k (a partial block).
+LinearWeight ColsFp8(const LinearWeight& w, int64_t first, int64_t count) {
+  MX_CHECK(first % kFp8 == 0 && (count % kFp8 == 0 || first + count == w.k));
+  LinearWeight v;
+  v.dtype = w.dtype;
+  v.n = w.n;
+  v.k = count;
+  v.fp8_phase = w.fp8_phase;
+  v.owned_mx_q.resize(w.n * count);
+  for (int64_t r = 0; r < w.n; ++r) {
+    std::copy_n(w.fp8 + r * w.k + first, count, v.owned_mx_q.data() + r * count);
+  }
+  const int64_t block_rows = (w.fp8_phase + w.n + kFp8 - 1) / kFp8, kb = Fp8ScaleCols(w.k),
+                kbv = Fp8ScaleCols(count);
+  v.owned_fp8_s.resize(block_rows * kbv);
+  for (int64_t b = 0; b < block_rows; ++b) {
+    std::copy_n(w.fp8_s + b * kb + first / kFp8, kbv, v.owned_fp8_s.data() + b * kbv);
+  }
+  v.fp8 = v.owned_mx_q.data();
+  v.fp8_s = v.owned_fp8_s.data();
+  return v;
+}
+
+void GemmFp8Weight(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
+                   const LinearWeight& w, float* y, GemmTiling t) {
+  GemmFp8(kt, pool, x, m, w.k, w.fp8, w.fp8_s, w.fp8_phase, w.n, y, t);
+}
+
+void ColsGemmFp8(const KernelTable& kt, const LinearWeight& w, const float* xf, const BlockQ8*,
+                 int64_t m, int64_t c0, int64_t c1, float* y, int64_t ldy, GemmTiling t) {
+  const GemmFp8Fn fn = kt.gemm_fp8 != nullptr ? kt.gemm_fp8 : ref::GemmFp8;
+  const int64_t k = w.k;
+  fn(xf, k, w.fp8 + c0 * k, Fp8ScaleRow(w, c0), (w.fp8_phase + c0) % kFp8, y + c0, ldy, m, c1 - c0,
+     k, t);
+}
+
+// Bytes a weight occupies: its blocks × block_bytes (bf16, f32, MXFP4: every row has its own
+// scales).
+int64_t BytesPerRowBlocks(const LinearWeight& w) {
+  const LinearFormat& f = FormatOf(w);
+  return w.n * (w.k / f.block) * f.block_bytes;
+}
+
+// FP8: a byte per weight and 4 per 128 × 128 block.
+int64_t BytesFp8(const LinearWeight& w) {
+  return w.n * w.k + 4 * ((w.fp8_phase + w.n + kFp8 - 1) / kFp8) * Fp8ScaleCols(w.k);
+}
+
 constexpr std::array<DType, 1> kBf16Files = {DType::kBF16};
 constexpr std::array<DType, 2> kF32Files = {DType::kF32, DType::kF16};
 constexpr std::array<DType, 1> kMxfp4Files = {DType::kU8};
+constexpr std::array<DType, 1> kFp8Files = {DType::kF8_E4M3};
 
 constexpr std::array<DType, 0> kNoFiles = {};
 
@@ -304,13 +405,17 @@ constexpr std::array<DType, 0> kNoFiles = {};
 std::span<const LinearFormat> Formats() {
   static const auto t = std::to_array<LinearFormat>({
       {"bf16", DType::kBF16, 1, 2, kBf16Files, nullptr, false, kBf16RowGroup, LoadBf16Packed,
-       AtBf16Packed, RowsBf16Packed, ColsBf16Packed, GemmBf16PackedWeight, ColsGemmBf16Packed},
+       AtBf16Packed, RowsBf16Packed, ColsBf16Packed, GemmBf16PackedWeight, ColsGemmBf16Packed,
+       BytesPerRowBlocks},
       {"bf16 row-major", DType::kBF16, 1, 2, kNoFiles, nullptr, false, 1, LoadBf16, AtBf16,
-       RowsBf16, ColsBf16, GemmBf16Weight, ColsGemmBf16},
+       RowsBf16, ColsBf16, GemmBf16Weight, ColsGemmBf16, BytesPerRowBlocks},
       {"f32", DType::kF32, 1, 4, kF32Files, nullptr, false, 1, LoadF32, AtF32, RowsF32, ColsF32,
-       GemmF32Weight, ColsGemmF32},
+       GemmF32Weight, ColsGemmF32, BytesPerRowBlocks},
       {"mxfp4", DType::kU8, kMxBlock, kMxBlock / 2 + 1, kMxfp4Files, &quant::Mxfp4Format(), true,
-       kMxRowGroup, LoadMxfp4, AtMxfp4, RowsMxfp4, ColsMxfp4, GemmMxfp4Weight, ColsGemmMxfp4},
+       kMxRowGroup, LoadMxfp4, AtMxfp4, RowsMxfp4, ColsMxfp4, GemmMxfp4Weight, ColsGemmMxfp4,
+       BytesPerRowBlocks},
+      {"fp8", DType::kF8_E4M3, kFp8, kFp8, kFp8Files, &quant::Fp8Format(), false, 1, LoadFp8, AtFp8,
+       RowsFp8, ColsFp8, GemmFp8Weight, ColsGemmFp8, BytesFp8},
   });
   return t;
 }

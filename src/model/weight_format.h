@@ -5,7 +5,7 @@
 // (weights.cpp), the forward (Linear, the MoE's expert GEMMs), weight_bytes, the MoE tuning's
 // dtype name and `inspect` look formats up here instead of branching per dtype; a quantized
 // entry points to its checkpoint codec in quant/quant_format.h, which `mxserve quantize` writes
-// with. A new format (FP8) is one entry here and, if quantized, one there.
+// with. A new format is one entry here and, if quantized, one there.
 //
 // Shape legend: n output rows, k input columns (W[n, k], HF [out, in]), m activation rows.
 #pragma once
@@ -18,6 +18,7 @@
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "io/safetensors.h"
+#include "kernels/fp8.h"
 #include "kernels/gemm_tiling.h"
 #include "kernels/kernels.h"
 #include "kernels/mxfp4.h"
@@ -27,10 +28,12 @@
 namespace mx {
 
 struct LinearFormat {
-  const char* name;     // "bf16", "f32", "mxfp4" (MoE tuning files, inspect)
-  DType dtype;          // LinearWeight::dtype of this format (kU8 = MXFP4)
+  const char* name;     // "bf16", "f32", "mxfp4", "fp8" (MoE tuning files, inspect)
+  DType dtype;          // LinearWeight::dtype of this format (kU8 = MXFP4, kF8_E4M3 = FP8)
   int64_t block;        // elements per block along k: a column slice must be a multiple
-  int64_t block_bytes;  // bytes one block occupies in the kernels' layout (codes + scale)
+                        // (FP8: or end at k, where the last block may be partial)
+  int64_t block_bytes;  // bytes one block of one row occupies in the kernels' layout (codes +
+                        // scale; FP8: codes only, its scales are shared by 128 rows)
   // The checkpoint dtypes stored in this format (f16 is widened to f32).
   std::span<const DType> file_dtypes;
   // A quantized format's checkpoint codec (quant/quant_format.h: the codes and scale tensors,
@@ -60,13 +63,16 @@ struct LinearFormat {
   void (*gemm_cols)(const KernelTable& kt, const LinearWeight& w, const float* xf,
                     const BlockQ8* xq, int64_t m, int64_t c0, int64_t c1, float* y, int64_t ldy,
                     GemmTiling t);
+  // Bytes w occupies in memory (codes and scales), what a GEMM over it reads.
+  int64_t (*bytes)(const LinearWeight& w);
 };
 
-// The descriptor of w's format. REQUIRES: w.dtype is one of the table's (kBF16, kF32, kU8).
+// The descriptor of w's format. REQUIRES: w.dtype is one of the table's (kBF16, kF32, kU8,
+// kF8_E4M3).
 const LinearFormat& FormatOf(const LinearWeight& w);
 
-// The format a checkpoint tensor of dtype `file_dtype` loads into, or null (fp8, integers
-// other than MXFP4's codes, ...: not supported by the CPU forward).
+// The format a checkpoint tensor of dtype `file_dtype` loads into, or null (integers other than
+// MXFP4's codes, ...: not supported by the CPU forward).
 const LinearFormat* FormatForFileDtype(DType file_dtype);
 
 // W [n, k] from row-major bf16 (row stride ldw) in the loaded bf16 format (packed, owned): for

@@ -52,10 +52,10 @@ FileTensor MakeTensor(DType dtype, uint64_t seed) {
     t.scale_bytes.resize(kN * kK / 32);
     for (int64_t r = 0; r < kN; ++r) {
       const quant::QuantFormat& q = quant::Mxfp4Format();  // as `mxserve quantize` writes
-      EXPECT_TRUE(q.encode_f32(t.values.data() + r * kK, kK, quant::ScaleMode::kEven,
-                               t.bytes.data() + r * kK / 2, t.scale_bytes.data() + r * kK / 32)
+      EXPECT_TRUE(q.encode(t.values.data() + r * kK, 1, kK, quant::ScaleMode::kEven, r,
+                           t.bytes.data() + r * kK / 2, t.scale_bytes.data() + r * kK / 32)
                       .ok());
-      q.decode(t.bytes.data() + r * kK / 2, t.scale_bytes.data() + r * kK / 32, kK,
+      q.decode(t.bytes.data() + r * kK / 2, t.scale_bytes.data() + r * kK / 32, 1, kK,
                t.values.data() + r * kK);
     }
     t.scale.name = "w_scale";
@@ -162,6 +162,91 @@ INSTANTIATE_TEST_SUITE_P(Formats, EveryFormat,
                          ::testing::Values(DType::kBF16, DType::kF16, DType::kF32, DType::kU8),
                          [](const auto& info) { return std::string(DTypeName(info.param)); });
 
+// FP8 over several 128 × 128 blocks with partial ones on both edges: elements, row views at an
+// offset inside a block (the phase), copies, column slices at block edges (the last one partial)
+// and the refusal of one that cuts a block, bytes, and the threaded GEMM against the column
+// kernel on every level.
+TEST(LinearFormats, Fp8BlocksRowPhasesAndColumnSlices) {
+  constexpr int64_t n = 300, k = 260, kb = 3;
+  std::mt19937_64 rng(9);
+  std::vector<uint8_t> codes(n * k);
+  for (auto& c : codes) {
+    do c = static_cast<uint8_t>(rng());
+    while ((c & 0x7f) == 0x7f);
+  }
+  std::vector<float> sc(3 * kb);
+  for (size_t i = 0; i < sc.size(); ++i) sc[i] = std::ldexp(1.0f + 0.1f * i, -6 - int(i % 3));
+  TensorView v, s;
+  v.name = "w";
+  v.dtype = DType::kF8_E4M3;
+  v.shape = {n, k};
+  v.data = codes.data();
+  v.nbytes = codes.size();
+  s.dtype = DType::kF32;
+  s.shape = {3, kb};
+  s.data = reinterpret_cast<const uint8_t*>(sc.data());
+  s.nbytes = sc.size() * 4;
+  const LinearFormat* f = FormatForFileDtype(DType::kF8_E4M3);
+  ASSERT_NE(f, nullptr);
+  const LinearWeight w = f->load(v, &s);
+  auto value = [&](int64_t r, int64_t c) {
+    return Fp8E4M3FnToF32(codes[r * k + c]) * sc[r / 128 * kb + c / 128];
+  };
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t c = 0; c < k; ++c) ASSERT_EQ(w.at(r, c), value(r, c)) << r << "," << c;
+  }
+  EXPECT_EQ(WeightBytes(w), n * k + 4 * 3 * kb);
+  const LinearWeight view = w.Rows(130, 140);  // rows 2..141 of block row 1, into block row 2
+  const LinearWeight copy = f->rows(w, 130, 140, /*copy=*/true);
+  for (int64_t r = 0; r < 140; ++r) {
+    for (int64_t c = 0; c < k; c += 7) {
+      ASSERT_EQ(view.at(r, c), value(130 + r, c));
+      ASSERT_EQ(copy.at(r, c), value(130 + r, c));
+    }
+  }
+  auto mid = SliceCols(view, 128, 128, "w");
+  auto last = SliceCols(view, 128, 132, "w");  // to k: the partial last block
+  ASSERT_TRUE(mid.ok() && last.ok());
+  for (int64_t r = 0; r < 140; ++r) {
+    for (int64_t c = 0; c < 132; ++c) {
+      if (c < 128) {
+        ASSERT_EQ(mid->at(r, c), value(130 + r, 128 + c));
+      }
+      ASSERT_EQ(last->at(r, c), value(130 + r, 128 + c));
+    }
+  }
+  auto cut = SliceCols(w, 64, 128, "model.layers.1.self_attn.o_proj.weight");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find("128-element block"), std::string::npos);
+  EXPECT_NE(cut.status().message().find("o_proj"), std::string::npos);
+  // GEMM of the row view (phase 2) and its slice against the column kernel and float64.
+  const int64_t m = 3;
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> x(m * k);
+  for (float& e : x) e = g(rng);
+  ThreadPool pool(2);
+  for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
+    const KernelTable* kt = GetKernelTable(l);
+    if (kt == nullptr) continue;
+    SCOPED_TRACE(KernelLevelName(l));
+    std::vector<float> y(m * 140), z(m * 140, NAN);
+    Linear(*kt, pool, x.data(), m, view, y.data());
+    f->gemm_cols(*kt, view, x.data(), nullptr, m, 0, 61, z.data(), 140, {});
+    f->gemm_cols(*kt, view, x.data(), nullptr, m, 61, 140, z.data(), 140, {});
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < 140; ++j) {
+        double ref = 0, mag = 0;
+        for (int64_t c = 0; c < k; ++c) {
+          ref += double(x[i * k + c]) * value(130 + j, c);
+          mag += std::fabs(double(x[i * k + c]) * value(130 + j, c));
+        }
+        ASSERT_NEAR(y[i * 140 + j], ref, 1e-5 * mag) << i << "," << j;
+        ASSERT_EQ(z[i * 140 + j], y[i * 140 + j]) << i << "," << j;
+      }
+    }
+  }
+}
+
 TEST(LinearFormats, TableIsConsistent) {
   std::set<std::string> names;
   std::set<DType> dtypes, files;
@@ -184,10 +269,11 @@ TEST(LinearFormats, TableIsConsistent) {
     if (f.dtype == DType::kBF16 && !row_major_bf16) w.bf16p = packed;
     EXPECT_EQ(&FormatOf(w), &f) << f.name;
   }
-  EXPECT_EQ(names, (std::set<std::string>{"bf16", "bf16 row-major", "f32", "mxfp4"}));
+  EXPECT_EQ(names, (std::set<std::string>{"bf16", "bf16 row-major", "f32", "mxfp4", "fp8"}));
   // Checkpoint bf16 loads packed; the row-major layout is only for weights made in code.
   EXPECT_EQ(FormatForFileDtype(DType::kBF16)->name, std::string("bf16"));
   EXPECT_EQ(FormatForFileDtype(DType::kBF16)->row_group, kBf16RowGroup);
+  EXPECT_EQ(FormatForFileDtype(DType::kF8_E4M3)->name, std::string("fp8"));
   EXPECT_EQ(FormatForFileDtype(DType::kF16)->name, std::string("f32"));
   EXPECT_EQ(FormatForFileDtype(DType::kU8)->name, std::string("mxfp4"));
   EXPECT_EQ(FormatForFileDtype(DType::kI32), nullptr);

@@ -60,7 +60,8 @@ LinearWeight LinearWeight::Rows(int64_t first, int64_t count) const {
 LinearWeight SliceRows(LinearWeight w, int64_t first, int64_t count) {
   MX_CHECK_LE(first + count, w.n);
   if (first == 0 && count == w.n) return w;
-  const bool owned = !w.owned_f32.empty() || !w.owned_bf16.empty() || !w.owned_mx_q.empty();
+  const bool owned = !w.owned_f32.empty() || !w.owned_bf16.empty() || !w.owned_mx_q.empty() ||
+                     !w.owned_fp8_s.empty();
   return FormatOf(w).rows(w, first, count, /*copy=*/owned);
 }
 
@@ -68,7 +69,8 @@ Result<LinearWeight> SliceCols(const LinearWeight& w, int64_t first, int64_t cou
                                const std::string& name) {
   MX_CHECK_LE(first + count, w.k);
   const LinearFormat& f = FormatOf(w);
-  if (first % f.block != 0 || count % f.block != 0) {
+  const bool partial_end = f.dtype == DType::kF8_E4M3 && first + count == w.k;
+  if (first % f.block != 0 || (count % f.block != 0 && !partial_end)) {
     return InvalidArgument(
         "{}: {} weight split along its input at columns [{}, {}), which is not a multiple "
         "of the {}-element block; choose a --tp / --ep that keeps each slice {}-aligned",
@@ -136,7 +138,7 @@ class Loader {
       return Unimplemented("{}: dtype {} weights are not supported by the CPU forward yet", name,
                            DTypeName(v.dtype));
     }
-    // MXFP4's scales: checked by CheckCheckpoint and CheckQuantization.
+    // MXFP4's and FP8's scales: checked by CheckCheckpoint and CheckQuantization.
     const TensorView* scale = f->codec != nullptr ? &View(name + f->codec->scale_suffix) : nullptr;
     return f->load(v, scale);
   }
@@ -260,6 +262,18 @@ Status CheckQuantization(const ModelConfig& config, const CheckpointReport& repo
   MX_ASSIGN_OR_RETURN(quant::ExcludeList exclude, quant::ExcludeList::Parse(info.exclude));
   const int64_t mtp_layer = config.num_nextn_predict_layers > 0 ? config.mtp_layer_index() : -1;
   std::vector<std::string> problems;
+  const bool fp8 = info.quant_method == "fp8";
+  if (fp8 && !info.weight_block_size.empty() &&
+      info.weight_block_size != std::vector<int64_t>{128, 128}) {
+    problems.push_back(fmt::format(
+        "quantization_config.weight_block_size [{}]: only [128, 128] blocks are supported",
+        fmt::join(info.weight_block_size, ", ")));
+  }
+  if (fp8 && info.fp8_fmt != "e4m3") {
+    problems.push_back(fmt::format(
+        "quantization_config.fmt '{}': only e4m3 (OCP e4m3fn) FP8 weights are supported",
+        info.fp8_fmt));
+  }
   for (const TensorMatch& m : report.matches) {
     const TensorSpec& spec = *m.spec;
     if (m.view == nullptr || spec.shape.size() != 2 || !EndsWithStr(spec.name, ".weight")) continue;
@@ -269,6 +283,21 @@ Status CheckQuantization(const ModelConfig& config, const CheckpointReport& repo
         fmt::format("U8 [{}, {}] + {}.weight_scale U8 [{}, {}]", n, k / 2, module, n, k / 32);
     const std::string want_bf16 =
         fmt::format("{} {}", DTypeName(spec.dtype), ShapeString(spec.shape));
+    if (m.format == WeightFormat::kFP8) {
+      // FP8 weights belong to an fp8 checkpoint, or to an MXFP4 one that kept them out of MXFP4
+      // (made from an FP8 checkpoint: a mixed one).
+      if (mxfp4 && !exclude.Matches(module, mtp_layer)) {
+        problems.push_back(fmt::format(
+            "{}: not covered by quantization_config.exclude, so expected MXFP4 {}, found {}",
+            spec.name, want_mx, Found(m)));
+      } else if (!mxfp4 && !fp8) {
+        problems.push_back(
+            fmt::format("{}: config.json has no fp8 quantization_config (quant_method fp8, "
+                        "weight_block_size [128, 128]), so expected {}, found {}",
+                        spec.name, want_bf16, Found(m)));
+      }
+      continue;
+    }
     if (m.format == WeightFormat::kMXFP4) {
       if (!mxfp4) {
         problems.push_back(
@@ -348,10 +377,14 @@ Result<ModelWeights> LoadModelWeights(const ModelConfig& config, const Checkpoin
   MX_RETURN_IF_ERROR(CheckShardable(config, shard));
   const std::vector<TensorSpec> specs = ExpectedTensors(config);
   const CheckpointReport report = CheckCheckpoint(config, specs, ckpt);
+  // One error for every problem: the tensors' own (missing, mis-shaped, a malformed FP8 scale)
+  // and their disagreements with quantization_config.
+  const Status quant = CheckQuantization(config, report);
   if (!report.ok()) {
-    return InvalidArgument("checkpoint does not match its config: {}", report.ProblemSummary());
+    return InvalidArgument("checkpoint does not match its config: {}{}", report.ProblemSummary(),
+                           quant.ok() ? "" : quant.message());
   }
-  MX_RETURN_IF_ERROR(CheckQuantization(config, report));
+  MX_RETURN_IF_ERROR(quant);
   Loader ld(ckpt, shard);
   ModelWeights w;
   w.shard = shard;

@@ -35,18 +35,24 @@ struct LinearWeight {
   LinearWeight(const LinearWeight&) = delete;
   LinearWeight& operator=(const LinearWeight&) = delete;
 
-  DType dtype = DType::kBF16;      // kBF16, kF32, or kU8 = MXFP4
+  DType dtype = DType::kBF16;      // kBF16, kF32, kU8 = MXFP4, or kF8_E4M3 = FP8 block-scaled
   const uint16_t* bf16 = nullptr;  // bf16 row-major [n, k] (weights derived in code)
   const uint16_t* bf16p =
       nullptr;  // bf16 packed in 16-row groups (loaded weights; kernels/bf16_packed.h)
   const float* f32 = nullptr;
   const uint8_t* mx_q = nullptr;  // MXFP4 codes, packed (kernels/mxfp4.h)
   const uint8_t* mx_e = nullptr;  // MXFP4 E8M0 scales, packed
+  // FP8 (kernels/fp8.h): e4m3 codes [n, k] and the fp32 scales of 128 × 128 blocks, from the
+  // block row holding W's row 0, which is row fp8_phase (0..127) of that block row.
+  const uint8_t* fp8 = nullptr;
+  const float* fp8_s = nullptr;  // [ceil((fp8_phase + n)/128), ceil(k/128)]
+  int64_t fp8_phase = 0;
   int64_t n = 0, k = 0;
   std::vector<float> owned_f32;      // backing store when converted (f16/f32)
   std::vector<uint16_t> owned_bf16;  // backing store when the mapped data is misaligned
-  std::vector<uint8_t> owned_mx_q;   // packed MXFP4 codes
+  std::vector<uint8_t> owned_mx_q;   // packed MXFP4 codes; FP8 codes when copied
   std::vector<uint8_t> owned_mx_e;   // MXFP4 scales
+  std::vector<float> owned_fp8_s;    // FP8 scales when copied or misaligned
 
   bool is_mxfp4() const { return dtype == DType::kU8; }
 

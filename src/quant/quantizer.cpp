@@ -9,22 +9,37 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/numerics.h"
 #include "base/regex.h"
 #include "base/thread_pool.h"
 #include "io/checkpoint.h"
 #include "io/safetensors_writer.h"
 #include "quant/exclude.h"
+#include "quant/fp8.h"
 #include "quant/quant_format.h"
 #include "quant/quark_config.h"
 
 namespace mx::quant {
 
 namespace fs = std::filesystem;
+
+bool IsFp8DefaultWeight(const std::string& name) {
+  // What DeepSeek-V3 / GLM-5-FP8 leave unquantized (glm-moe-dsa.md §2.1): the embedding and
+  // lm_head, the MoE router, the indexer's head weights and the MTP layer's projection; 1-d
+  // norms and biases are not `.weight` matrices.
+  static const Regex kKept =
+      Regex::Compile(
+          R"(model\.embed_tokens\.weight|lm_head\.weight|.*\.mlp\.gate\.weight|)"
+          R"(.*\.indexer\.weights_proj\.weight|.*\.eh_proj\.weight|.*\.shared_head\.head\.weight)")
+          .value();
+  return !kKept.FullMatch(name);
+}
 
 bool IsRoutedExpertWeight(const std::string& name) {
   static const Regex kExpert =
@@ -104,47 +119,81 @@ class TempDirGuard {
 
 struct Plan {
   const TensorView* view;
+  const TensorView* fp8_scale;  // an FP8 input weight's weight_scale_inv, else null
   bool quantize;
 };
 
-// Quantizes one [n, k] tensor to `f`: codes [n, k/block · code_bytes] and scales [n, k/block],
-// rows split over the pool. Errors name the tensor and the row of the first bad value.
-Status QuantizeTensor(const QuantFormat& f, const TensorView& v, ScaleMode mode, ThreadPool& pool,
+// Rows [r0, r0 + rows) of a BF16 / F32 tensor, or of an FP8 one dequantized by its block scales
+// (fp32(value · scale), as the FP8 kernels and PyTorch's weight.float() * scale do), as fp32.
+void ReadRows(const TensorView& v, const TensorView* fp8_scale, int64_t r0, int64_t rows,
+              float* out) {
+  const int64_t k = v.shape[1];
+  if (v.dtype == DType::kBF16) {
+    for (int64_t i = 0; i < rows * k; ++i) {
+      uint16_t h;
+      std::memcpy(&h, v.data + (r0 * k + i) * 2, 2);
+      out[i] = Bf16ToF32(h);
+    }
+  } else if (v.dtype == DType::kF32) {
+    std::memcpy(out, v.data + r0 * k * 4, rows * k * 4);
+  } else {  // F8_E4M3: one decode per 128-row block row
+    const int64_t kb = (k + kFp8BlockSize - 1) / kFp8BlockSize;
+    for (int64_t r = r0; r < r0 + rows;) {
+      const int64_t end = std::min(r0 + rows, (r / kFp8BlockSize + 1) * kFp8BlockSize);
+      Fp8DecodePanel(v.data + r * k, fp8_scale->data + r / kFp8BlockSize * kb * 4, end - r, k,
+                     out + (r - r0) * k);
+      r = end;
+    }
+  }
+}
+
+// Quantizes one [n, k] tensor to `f`: codes [n, k / block · code_bytes] and scales
+// [ceil(n / block_rows), ceil(k / block)], split over the pool by panels of block_rows rows.
+// Errors name the tensor and the row and column of the first bad value.
+Status QuantizeTensor(const QuantFormat& f, const Plan& p, ScaleMode mode, ThreadPool& pool,
                       std::vector<uint8_t>* packed, std::vector<uint8_t>* scales) {
-  const int64_t n = v.shape[0], k = v.shape[1], blocks = k / f.block;
-  packed->assign(n * blocks * f.code_bytes, 0);
-  scales->assign(n * blocks, 0);
+  const TensorView& v = *p.view;
+  const int64_t n = v.shape[0], k = v.shape[1], row_bytes = k * f.code_bytes / f.block;
+  const int64_t panel_scale_bytes = (k + f.block - 1) / f.block * DTypeSize(f.scale_dtype);
+  const int64_t panels = (n + f.block_rows - 1) / f.block_rows;
+  packed->assign(n * row_bytes, 0);
+  scales->assign(panels * panel_scale_bytes, 0);
   std::mutex mu;
   Status first;
-  int64_t first_row = -1;
-  pool.parallel_for(0, n, [&](int64_t lo, int64_t hi, int) {
-    std::vector<float> row(k);
-    std::vector<uint16_t> row16(k);
-    for (int64_t r = lo; r < hi; ++r) {
-      Status st;
-      uint8_t* p = packed->data() + r * blocks * f.code_bytes;
-      uint8_t* s = scales->data() + r * blocks;
-      if (v.dtype == DType::kBF16) {
-        std::memcpy(row16.data(), v.data + r * k * 2, k * 2);
-        st = f.encode_bf16(row16.data(), k, mode, p, s);
-      } else {
-        std::memcpy(row.data(), v.data + r * k * 4, k * 4);
-        st = f.encode_f32(row.data(), k, mode, p, s);
-      }
+  int64_t first_panel = -1;
+  pool.parallel_for(0, panels, [&](int64_t lo, int64_t hi, int) {
+    std::vector<float> x(f.block_rows * k);
+    for (int64_t q = lo; q < hi; ++q) {
+      const int64_t r0 = q * f.block_rows, rows = std::min(f.block_rows, n - r0);
+      ReadRows(v, p.fp8_scale, r0, rows, x.data());
+      const Status st = f.encode(x.data(), rows, k, mode, r0, packed->data() + r0 * row_bytes,
+                                 scales->data() + q * panel_scale_bytes);
       if (!st.ok()) {
         std::lock_guard<std::mutex> lock(mu);
-        if (first_row < 0 || r < first_row) {
-          first_row = r;
+        if (first_panel < 0 || q < first_panel) {
+          first_panel = q;
           first = st;
         }
         return;
       }
     }
   });
-  if (first_row >= 0) {
-    return InvalidArgument("{}: cannot quantize: row {}: {}", v.name, first_row, first.message());
+  if (first_panel >= 0) {
+    return InvalidArgument("{}: cannot quantize: {}", v.name, first.message());
   }
   return Status::Ok();
+}
+
+// quantization_config of an FP8 checkpoint as DeepSeek-V3 and GLM-5-FP8 write it; modules kept
+// in bf16 beyond the default (the --exclude list) go to `ignored_layers`, the list vLLM's and
+// sglang's fp8 method read.
+nlohmann::ordered_json MakeFp8Config(const std::vector<std::string>& ignored) {
+  nlohmann::ordered_json j = {{"activation_scheme", "dynamic"},
+                              {"fmt", "e4m3"},
+                              {"quant_method", "fp8"},
+                              {"weight_block_size", {kFp8BlockSize, kFp8BlockSize}}};
+  if (!ignored.empty()) j["ignored_layers"] = ignored;
+  return j;
 }
 
 }  // namespace
@@ -168,42 +217,72 @@ Result<QuantizeSummary> QuantizeCheckpoint(const std::string& in_dir, const std:
     return InvalidArgument("{}: not JSON: {}", (in / "config.json").string(), e.what());
   }
   if (!config.is_object()) return InvalidArgument("{}/config.json: not an object", in_dir);
-  if (config.contains("quantization_config")) {
-    return InvalidArgument("{}/config.json: the checkpoint is already quantized", in_dir);
-  }
   const int64_t mtp_layer = config.value("num_nextn_predict_layers", 0) > 0
                                 ? config.value("num_hidden_layers", int64_t{-1})
                                 : -1;
   MX_ASSIGN_OR_RETURN(const QuantFormat* format, FindQuantFormat(opts.format));
   const QuantFormat& qf = *format;
+  // An FP8 block-scaled input (DeepSeek / GLM-5-FP8) is read through its scales; any other
+  // quantized input is refused.
+  bool fp8_input = false;
+  if (config.contains("quantization_config")) {
+    const auto& q = config["quantization_config"];
+    fp8_input = q.is_object() && q.value("quant_method", "") == "fp8";
+    if (!fp8_input || &qf == &Fp8Format()) {
+      return InvalidArgument(
+          "{}/config.json: the checkpoint is already quantized{}", in_dir,
+          fp8_input ? " to fp8" : " (only an fp8 checkpoint can be requantized, to mxfp4)");
+    }
+    if (q.contains("weight_block_size") &&
+        q["weight_block_size"] != nlohmann::json::array({kFp8BlockSize, kFp8BlockSize})) {
+      return InvalidArgument(
+          "{}/config.json: quantization_config.weight_block_size {} (want [{}, {}])", in_dir,
+          q["weight_block_size"].dump(), kFp8BlockSize, kFp8BlockSize);
+    }
+  }
   MX_ASSIGN_OR_RETURN(ExcludeList exclude, ExcludeList::Parse(opts.exclude));
   MX_ASSIGN_OR_RETURN(ExcludeList include, ExcludeList::Parse(opts.include));
   MX_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(in_dir));
+  const bool to_fp8 = &qf == &Fp8Format();
 
   // Decide every tensor first, so that a bad tensor fails before anything is written.
   std::vector<Plan> plan;
   QuantizeSummary sum;
-  std::vector<std::string> problems;
+  std::vector<std::string> problems, ignored;
+  std::set<std::string> dropped_scales;  // FP8 inputs' scales of weights requantized
   for (const TensorView* v : ckpt.tensors()) {
     const bool linear = v->shape.size() == 2 && EndsWith(v->name, ".weight");
+    const TensorView* fp8_scale =
+        linear && v->dtype == DType::kF8_E4M3 ? ckpt.Find(v->name + "_scale_inv") : nullptr;
     bool q = false;
     if (linear) {
       const std::string mod = ModuleName(v->name);
-      q = (IsRoutedExpertWeight(v->name) || include.Matches(mod, mtp_layer)) &&
-          !exclude.Matches(mod, mtp_layer);
-      if (q && v->dtype != DType::kBF16 && v->dtype != DType::kF32) {
-        problems.push_back(fmt::format("{}: dtype {} cannot be quantized (want BF16 or F32)",
+      const bool by_default = to_fp8 ? IsFp8DefaultWeight(v->name) : IsRoutedExpertWeight(v->name);
+      q = (by_default || include.Matches(mod, mtp_layer)) && !exclude.Matches(mod, mtp_layer);
+      if (to_fp8 && by_default && !q) ignored.push_back(mod);
+      const int64_t kb = (v->shape[1] + kFp8BlockSize - 1) / kFp8BlockSize;
+      const std::vector<int64_t> want_scale{(v->shape[0] + kFp8BlockSize - 1) / kFp8BlockSize, kb};
+      if (q && v->dtype == DType::kF8_E4M3 &&
+          (fp8_scale == nullptr || fp8_scale->dtype != DType::kF32 ||
+           fp8_scale->shape != want_scale)) {
+        problems.push_back(fmt::format("{}: FP8 weight without an F32 {}_scale_inv [{}, {}]",
+                                       v->name, v->name, want_scale[0], want_scale[1]));
+      } else if (q && v->dtype != DType::kBF16 && v->dtype != DType::kF32 &&
+                 v->dtype != DType::kF8_E4M3) {
+        problems.push_back(fmt::format("{}: dtype {} cannot be quantized (want BF16, F32 or FP8)",
                                        v->name, DTypeName(v->dtype)));
-      } else if (q && v->shape[1] % qf.block != 0) {
+      } else if (q && !qf.partial_blocks && v->shape[1] % qf.block != 0) {
         problems.push_back(fmt::format("{}: in-dimension {} of [{}, {}] is not divisible by {}",
                                        v->name, v->shape[1], v->shape[0], v->shape[1], qf.block));
       }
+      if (q && fp8_scale != nullptr) dropped_scales.insert(fp8_scale->name);
       if (!q) sum.exclude.push_back(ModuleName(v->name));
     }
-    plan.push_back({v, q});
+    plan.push_back({v, fp8_scale, q});
     q ? ++sum.n_quantized : ++sum.n_kept;
     sum.in_bytes += v->nbytes;
   }
+  std::erase_if(plan, [&](const Plan& p) { return dropped_scales.count(p.view->name) > 0; });
   if (!problems.empty()) {
     std::string msg = fmt::format("{}: {} tensor(s) cannot be quantized to {}:", in_dir,
                                   problems.size(), qf.name);
@@ -241,43 +320,46 @@ Result<QuantizeSummary> QuantizeCheckpoint(const std::string& in_dir, const std:
       }));
       continue;
     }
-    const int64_t n = v.shape[0], blocks = v.shape[1] / qf.block;
+    const int64_t n = v.shape[0], k = v.shape[1];
+    const std::vector<int64_t> code_shape{n, k * qf.code_bytes / qf.block};
+    const std::vector<int64_t> scale_shape{(n + qf.block_rows - 1) / qf.block_rows,
+                                           (k + qf.block - 1) / qf.block};
     const ScaleMode mode = opts.scale_mode;
-    MX_RETURN_IF_ERROR(writer.AddLazy(v.name, DType::kU8, {n, blocks * qf.code_bytes},
-                                      [&qf, &v, mode, &pool, &pending_scales, &tick](ByteSink& s) {
+    MX_RETURN_IF_ERROR(writer.AddLazy(v.name, qf.code_dtype, code_shape,
+                                      [&qf, &p, mode, &pool, &pending_scales, &tick](ByteSink& s) {
                                         std::vector<uint8_t> packed, scales;
                                         MX_RETURN_IF_ERROR(
-                                            QuantizeTensor(qf, v, mode, pool, &packed, &scales));
+                                            QuantizeTensor(qf, p, mode, pool, &packed, &scales));
                                         MX_RETURN_IF_ERROR(s.Write(packed.data(), packed.size()));
-                                        pending_scales[v.name] = std::move(scales);
-                                        tick(v);
+                                        pending_scales[p.view->name] = std::move(scales);
+                                        tick(*p.view);
                                         return Status::Ok();
                                       }));
     const std::string scale_name = v.name + qf.scale_suffix;  // v.name ends in ".weight"
     if (ckpt.Find(scale_name) != nullptr) {
       return InvalidArgument("{}: already has a tensor {}", in_dir, scale_name);
     }
-    MX_RETURN_IF_ERROR(writer.AddLazy(
-        scale_name, DType::kU8, {n, blocks}, [&qf, &v, mode, &pool, &pending_scales](ByteSink& s) {
-          auto it = pending_scales.find(v.name);
-          std::vector<uint8_t> scales;
-          if (it != pending_scales.end()) {
-            scales = std::move(it->second);
-            pending_scales.erase(it);
-          } else {  // written before its data (not in name order): quantize again
-            std::vector<uint8_t> packed;
-            MX_RETURN_IF_ERROR(QuantizeTensor(qf, v, mode, pool, &packed, &scales));
-          }
-          return s.Write(scales.data(), scales.size());
-        }));
+    MX_RETURN_IF_ERROR(
+        writer.AddLazy(scale_name, qf.scale_dtype, scale_shape,
+                       [&qf, &p, mode, &pool, &pending_scales](ByteSink& s) {
+                         auto it = pending_scales.find(p.view->name);
+                         std::vector<uint8_t> scales;
+                         if (it != pending_scales.end()) {
+                           scales = std::move(it->second);
+                           pending_scales.erase(it);
+                         } else {  // written before its data (not in name order): quantize again
+                           std::vector<uint8_t> packed;
+                           MX_RETURN_IF_ERROR(QuantizeTensor(qf, p, mode, pool, &packed, &scales));
+                         }
+                         return s.Write(scales.data(), scales.size());
+                       }));
   }
   sum.out_bytes = writer.total_bytes();
   MX_RETURN_IF_ERROR(writer.Write(tmp.string(), opts.max_shard_bytes));
   sum.num_shards = static_cast<int>(writer.PlanShards(opts.max_shard_bytes).size());
 
-  // note: the one format there is, MXFP4, is described the way Quark does; another format
-  // brings its own quantization_config with its table entry.
-  config["quantization_config"] = MakeQuarkConfig(opts.scale_mode, sum.exclude);
+  config["quantization_config"] =
+      to_fp8 ? MakeFp8Config(ignored) : MakeQuarkConfig(opts.scale_mode, sum.exclude);
   MX_RETURN_IF_ERROR(WriteFile(tmp / "config.json", config.dump(2) + "\n"));
   for (const auto& entry : fs::directory_iterator(in, ec)) {
     const std::string name = entry.path().filename().string();

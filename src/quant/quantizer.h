@@ -1,6 +1,11 @@
 // `mxserve quantize`: a bf16 Hugging Face checkpoint → an MXFP4 checkpoint in AMD Quark's
 // layout (W.weight uint8 [out, in/2], W.weight_scale uint8 [out, in/32], quantization_config
-// with quant_method "quark" and the exclude list of every 2-d weight left in bf16).
+// with quant_method "quark" and the exclude list of every 2-d weight left unquantized), or → an
+// FP8 block-scaled checkpoint in the DeepSeek-V3 / HF layout (--format fp8: W.weight F8_E4M3
+// [out, in], W.weight_scale_inv F32 [ceil(out/128), ceil(in/128)], quantization_config
+// {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size":
+// [128, 128]}). An FP8 checkpoint is also an input for --format mxfp4: its weights chosen for
+// MXFP4 are dequantized per block first, the rest stay FP8 (a mixed checkpoint).
 //
 // Streaming: tensors are produced one at a time while the safetensors writer writes them, so
 // peak memory is about one tensor plus its output (input stays memory-mapped). Quantizing a
@@ -44,9 +49,12 @@ struct QuantizeSummary {
   int num_shards = 1;
 };
 
-// The default recipe: only routed-expert projections
+// The default MXFP4 recipe: only routed-expert projections
 // (model.layers.N.mlp.experts.E.{gate,up,down}_proj.weight) are quantized.
 bool IsRoutedExpertWeight(const std::string& tensor_name);
+// The default FP8 recipe: every 2-d weight but the embedding, lm_head, the MoE router, the
+// indexer's weights_proj and the MTP layer's eh_proj / shared_head.head.
+bool IsFp8DefaultWeight(const std::string& tensor_name);
 
 // Errors (nothing is left at OUT_DIR or beside it): AlreadyExists when OUT_DIR exists without
 // `overwrite`; InvalidArgument naming the tensor for a non-bf16/f32 tensor that would be

@@ -53,14 +53,38 @@ Result<QuantConfigInfo> ParseQuantConfig(std::string_view json_text) {
   if (j.contains("quant_method") && j["quant_method"].is_string()) {
     info.quant_method = j["quant_method"].get<std::string>();
   }
-  if (j.contains("exclude") && !j["exclude"].is_null()) {
-    if (!j["exclude"].is_array()) return InvalidArgument("quantization_config.exclude: not a list");
-    for (const auto& e : j["exclude"]) {
+  auto names = [&](const char* field) -> Status {
+    if (!j.contains(field) || j[field].is_null()) return Status::Ok();
+    if (!j[field].is_array()) return InvalidArgument("quantization_config.{}: not a list", field);
+    for (const auto& e : j[field]) {
       if (!e.is_string()) {
-        return InvalidArgument("quantization_config.exclude: entry {} is not a string", e.dump());
+        return InvalidArgument("quantization_config.{}: entry {} is not a string", field, e.dump());
       }
       info.exclude.push_back(e.get<std::string>());
     }
+    return Status::Ok();
+  };
+  MX_RETURN_IF_ERROR(names("exclude"));
+  if (info.quant_method == "fp8") {
+    MX_RETURN_IF_ERROR(names("ignored_layers"));
+    MX_RETURN_IF_ERROR(names("modules_to_not_convert"));
+    if (j.contains("weight_block_size") && !j["weight_block_size"].is_null()) {
+      const auto& b = j["weight_block_size"];
+      bool ok = b.is_array() && b.size() == 2;
+      for (size_t i = 0; ok && i < 2; ++i) ok = b[i].is_number_integer() && b[i].get<int64_t>() > 0;
+      if (!ok) {
+        return InvalidArgument(
+            "quantization_config.weight_block_size: {} is not a list of two positive integers",
+            b.dump());
+      }
+      info.weight_block_size = {b[0].get<int64_t>(), b[1].get<int64_t>()};
+    }
+    info.fp8_fmt = "e4m3";
+    if (j.contains("fmt") && !j["fmt"].is_null()) {
+      if (!j["fmt"].is_string()) return InvalidArgument("quantization_config.fmt: not a string");
+      info.fp8_fmt = j["fmt"].get<std::string>();
+    }
+    return info;
   }
   if (info.quant_method != "quark") return info;
   const auto g = j.find("global_quant_config");

@@ -25,11 +25,16 @@ struct QuantConfigInfo {
   std::string quant_method;   // "quark", "fp8", ...
   bool weight_mxfp4 = false;  // global weight spec is fp4 (or mx + fp4) per_group 32
   std::optional<ScaleMode> scale_mode;
-  std::vector<std::string> exclude;  // as written
+  std::vector<std::string> exclude;  // as written (fp8: ignored_layers, modules_to_not_convert)
+  // quant_method "fp8" (DeepSeek / HF FineGrainedFP8): weight_block_size as written (empty when
+  // absent) and fmt ("e4m3" when absent).
+  std::vector<int64_t> weight_block_size;
+  std::string fp8_fmt;
 };
 
 // `json_text` is the raw quantization_config object. Errors: InvalidArgument naming the
-// field for a malformed block (exclude not a list of strings, group_size not 32 for fp4).
+// field for a malformed block (exclude / ignored_layers not a list of strings, group_size not 32
+// for fp4, weight_block_size not a list of two positive integers, fmt not a string).
 Result<QuantConfigInfo> ParseQuantConfig(std::string_view json_text);
 
 }  // namespace mx::quant
