@@ -60,9 +60,6 @@ class PagedKvStore final : public KvStore {
   void WriteIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, const float* row) override;
   void ReadIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, float* out) override;
 
-  // Copies every row of page `src` to page `dst` (tests, copy-on-write).
-  void CopyPage(int32_t src, int32_t dst);
-
  private:
   uint8_t* MlaPtr(int64_t seq, int64_t layer, int64_t pos);
   uint8_t* IdxPtr(int64_t seq, int64_t layer, int64_t pos);

@@ -27,7 +27,6 @@ struct SequenceInput {
 
 struct ForwardBatch {
   std::vector<SequenceInput> seqs;
-  int64_t num_rows() const;
 };
 
 struct MoeTuning;    // model/moe_tuning.h
