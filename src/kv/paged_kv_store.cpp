@@ -173,4 +173,14 @@ void PagedKvStore::ReadIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, fl
   Decode(IdxPtr(seq, layer, pos), index_width_, scales_[layer], out);
 }
 
+Result<KvPageLayout> PagedKvStore::PageLayout(std::span<const int64_t> seqs) const {
+  KvPageLayout l{page_size_, n_pages_, dtype_, scales_, {}};
+  l.tables.reserve(seqs.size());
+  for (int64_t seq : seqs) {
+    auto it = tables_.find(seq);
+    l.tables.push_back(it == tables_.end() ? std::vector<int32_t>() : it->second);
+  }
+  return l;
+}
+
 }  // namespace mx

@@ -107,5 +107,25 @@ TEST(PagedKvStore, BytesPerTokenAndDtypeNames) {
   EXPECT_FALSE(ParseKvCacheDtype("int4").ok());
 }
 
+TEST(PagedKvStore, PageLayoutIsWhatAMirrorNeeds) {
+  const ModelConfig c = TinyConfig();
+  std::vector<float> scales(c.num_hidden_layers + 1);
+  for (size_t i = 0; i < scales.size(); ++i) scales[i] = 0.5f + static_cast<float>(i);
+  PagedKvStore kv(c, 4, 8, KvCacheDtype::kFp8E4M3Fn, scales);
+  kv.PageTable(3) = {6, 1};
+  kv.PageTable(5) = {2};
+  const std::vector<int64_t> seqs = {5, 9, 3};
+  Result<KvPageLayout> l = kv.PageLayout(seqs);
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->page_size, 4);
+  EXPECT_EQ(l->n_pages, 8);
+  EXPECT_EQ(l->dtype, KvCacheDtype::kFp8E4M3Fn);
+  EXPECT_EQ(l->layer_scales, scales);
+  EXPECT_EQ(l->tables, (std::vector<std::vector<int32_t>>{{2}, {}, {6, 1}}));
+  EXPECT_EQ(kv.PageCount(9), 0);  // asking did not create a table
+  ContiguousKvStore flat(c, 8);
+  EXPECT_EQ(flat.PageLayout(seqs).status().code(), StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace mx
