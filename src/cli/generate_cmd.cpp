@@ -129,9 +129,9 @@ int RunGenerate(const GenerateArgs& a) {
 
   ForwardOptions opts;
   opts.logits = LogitsMode::kLast;
-  opts.moe_tuning = &moe;
   ForwardBatch batch;
   batch.seqs.push_back({seq, 0, prompt, {}});
+  opts.moe = moe.For(batch);
   auto t0 = std::chrono::steady_clock::now();
   auto out = model.Forward(batch, opts, kv, kt, pool);
   if (!out.ok()) return Fail(out.status().message());
@@ -147,6 +147,7 @@ int RunGenerate(const GenerateArgs& a) {
   };
   std::string finish = "length";
   opts.want_router = true;  // decode steps: which routed experts each step reads
+  opts.moe = moe.For(1);
   double decode_bytes = 0;  // Σ StepWeightBytes over the decode steps
   while (true) {
     generated.push_back(next);

@@ -179,14 +179,14 @@ class TpDriver final : public ModelRunner {
     MX_RETURN_IF_ERROR(Broadcast(StepHeader::kForward, batch, {}, kv));
     ForwardOptions opts;
     opts.logits = LogitsMode::kLast;
-    opts.moe_tuning = &moe_;
+    opts.moe = moe_.For(batch);
     opts.comm = &comm_;
     return Checked(model_->Forward(batch, opts, kv, kt_, pool_));
   }
 
   Result<MtpOutput> ForwardMtp(const MtpBatch& batch, KvStore& kv) override {
     MX_RETURN_IF_ERROR(Broadcast(StepHeader::kForwardMtp, {}, batch, kv));
-    return Checked(model_->ForwardMtp(batch, kv, kt_, pool_, &moe_, &comm_));
+    return Checked(model_->ForwardMtp(batch, kv, kt_, pool_, moe_.For(batch), &comm_));
   }
 
  private:
@@ -322,11 +322,11 @@ Status RunTpWorker(const Model& shard, Communicator& comm, const KernelTable& kt
     if (s.op == StepHeader::kForward) {
       ForwardOptions opts;
       opts.logits = LogitsMode::kLast;
-      opts.moe_tuning = &moe;
+      opts.moe = moe.For(s.fwd);
       opts.comm = &comm;
       st = shard.Forward(s.fwd, opts, *kv, kt, pool).status();
     } else {
-      st = shard.ForwardMtp(s.mtp, *kv, kt, pool, &moe, &comm).status();
+      st = shard.ForwardMtp(s.mtp, *kv, kt, pool, moe.For(s.mtp), &comm).status();
     }
     if (IsRunnerFailure(st)) return st;
     if (!st.ok()) MX_LOG_WARN("tensor-parallel rank {}: {}", comm.rank(), st.ToString());
