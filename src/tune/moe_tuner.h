@@ -54,6 +54,10 @@ struct MoeTuneOptions {
   int64_t check_rows = 4;
   uint64_t seed = 1;
   std::string command;  // recorded in the file
+  // Times one run of a candidate: calls `run` (the candidate's MoE block, `tokens` rows) and
+  // returns microseconds. Null: the wall clock around run(). Tests inject a cost model here.
+  std::function<double(const MoeKernelConfig& c, int64_t tokens, const std::function<void()>& run)>
+      time_us;
 };
 
 struct MoeTuneProgress {
