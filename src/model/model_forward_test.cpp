@@ -1,7 +1,7 @@
 // Pins Model::Forward to the PyTorch reference (tests/data/README.md): for both test
 // checkpoints and every fixture prompt, logits / per-layer hidden states / MTP outputs within
 // kActTol, indexer top-k sets and router expert choices identical, and the 32-token greedy
-// continuation identical.
+// continuation identical, at every kernel level the CPU runs (ref, avx2, avx512).
 //
 // Tolerance: kActTol = 2e-5 max abs for logits, hidden states and MTP outputs (observed with
 // the ref kernels: <= 5e-6; the reference's own fp32-vs-fp64 spread is <= 4e-6; README suggests
@@ -35,7 +35,11 @@ constexpr double kBf16AgreeRate = 0.9;
 struct Case {
   std::string ckpt;
   int64_t T;
+  KernelLevel level;  // every level this CPU runs, not only the one SelectKernels picks
 };
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.ckpt << " T=" << c.T << " " << KernelLevelName(c.level);
+}
 
 class FixtureTest : public ::testing::TestWithParam<Case> {};
 
@@ -63,7 +67,7 @@ TEST_P(FixtureTest, PrefillMatchesReference) {
   auto fx = OpenFixture(cs.ckpt, cs.T);
   const int64_t T = cs.T, L = c.num_hidden_layers, D = c.hidden_size, K = c.index_topk;
 
-  auto out = RunFixturePrefill(model, *fx, SelectKernels());
+  auto out = RunFixturePrefill(model, *fx, *GetKernelTable(cs.level));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
 
   const double e_logits = MaxAbsDiff(out->logits, F32(*fx, "logits"));
@@ -102,10 +106,11 @@ TEST_P(FixtureTest, PrefillMatchesReference) {
   EXPECT_EQ(out->mtp_router.experts, I32(*fx, "mtp_router_experts"));
   EXPECT_LE(MaxAbsDiff(out->mtp_router.weights, F32(*fx, "mtp_router_weights")), kRouterTol);
   std::printf(
-      "[%s T=%lld] max abs: logits %.2e hidden %.2e final %.2e router_w %.2e mtp %.2e mtp_hidden "
+      "[%s T=%lld %s] max abs: logits %.2e hidden %.2e final %.2e router_w %.2e mtp %.2e "
+      "mtp_hidden "
       "%.2e\n",
-      cs.ckpt.c_str(), static_cast<long long>(T), e_logits, e_hidden, e_final, e_router, e_mtp,
-      e_mtp_h);
+      cs.ckpt.c_str(), static_cast<long long>(T), KernelLevelName(cs.level), e_logits, e_hidden,
+      e_final, e_router, e_mtp, e_mtp_h);
 }
 
 TEST_P(FixtureTest, GreedyContinuationMatches) {
@@ -123,7 +128,7 @@ TEST_P(FixtureTest, GreedyContinuationMatches) {
   for (size_t step = 0; step < want.size(); ++step) {
     ForwardBatch b;
     b.seqs.push_back(s);
-    auto out = model.Forward(b, opts, kv, SelectKernels(), pool);
+    auto out = model.Forward(b, opts, kv, *GetKernelTable(cs.level), pool);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     const int32_t next = ArgMax(out->logits.data(), model.config().vocab_size);
     got.push_back(next);
@@ -146,8 +151,8 @@ TEST_P(FixtureTest, Bf16ActivationsStayWithinTheirBudget) {
   const ModelConfig& c = model.config();
   auto fx = OpenFixture(cs.ckpt, cs.T);
   const int64_t T = cs.T, L = c.num_hidden_layers, K = c.index_topk, V = c.vocab_size;
-  auto out =
-      RunFixturePrefill(model, *fx, WithGemmActivations(SelectKernels(), GemmActivations::kBf16));
+  auto out = RunFixturePrefill(
+      model, *fx, WithGemmActivations(*GetKernelTable(cs.level), GemmActivations::kBf16));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   const std::vector<float> want = F32(*fx, "logits");
   double kld = 0, scale = 0;
@@ -195,15 +200,19 @@ TEST_P(FixtureTest, Bf16ActivationsStayWithinTheirBudget) {
 
 std::vector<Case> AllCases() {
   std::vector<Case> v;
-  for (const char* ck : {"tiny", "tiny-glm52"}) {
-    for (int64_t T : {3, 17, 40, 130}) v.push_back({ck, T});
+  for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
+    if (GetKernelTable(l) == nullptr) continue;  // not compiled, or this CPU lacks it
+    for (const char* ck : {"tiny", "tiny-glm52"}) {
+      for (int64_t T : {3, 17, 40, 130}) v.push_back({ck, T, l});
+    }
   }
   return v;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureTest, ::testing::ValuesIn(AllCases()),
                          [](const auto& info) {
-                           std::string n = info.param.ckpt + "_" + std::to_string(info.param.T);
+                           std::string n = info.param.ckpt + "_" + std::to_string(info.param.T) +
+                                           "_" + KernelLevelName(info.param.level);
                            for (char& ch : n) {
                              if (ch == '-') ch = '_';
                            }
