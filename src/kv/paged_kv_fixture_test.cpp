@@ -65,8 +65,8 @@ TEST_P(Fp8KvFixtureTest, PrefillStaysWithinTheFp8Budget) {
   std::printf(
       "[%s T=%lld %s fp8 kv] logits max abs %.2e (scale %.2e), mean KLD %.2e, top-1 %lld/%lld, "
       "top-k %lld/%lld, router %lld/%lld\n",
-      cs.ckpt.c_str(), static_cast<long long>(cs.T), KernelLevelName(cs.level), a.e_logits,
-      a.scale, a.kld, static_cast<long long>(a.top1), static_cast<long long>(cs.T),
+      cs.ckpt.c_str(), static_cast<long long>(cs.T), KernelLevelName(cs.level), a.e_logits, a.scale,
+      a.kld, static_cast<long long>(a.top1), static_cast<long long>(cs.T),
       static_cast<long long>(a.same), static_cast<long long>(a.total),
       static_cast<long long>(a.r_same), static_cast<long long>(a.r_total));
   if (cs.T <= 3) EXPECT_LE(a.e_logits, kFp8ActTol * a.scale);
