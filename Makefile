@@ -57,9 +57,13 @@ fuzz: deps
 
 # Regenerates the test checkpoints and golden fixtures with the PyTorch reference (not in CI:
 # needs Debian's python3-torch, installed by install-deps.sh --train; CI uses the committed files).
-reference-fixtures:
+# tiny-mxfp4 is tests/data/tiny through `mxserve quantize`; its fixtures are the reference on
+# those weights dequantized by the Python tool (tools/make_mxfp4_fixtures.py).
+reference-fixtures: build
 	@scripts/install-deps.sh --train
 	/usr/bin/python3 tools/make_fixtures.py
+	$(MXSERVE) quantize tests/data/tiny tests/data/tiny-mxfp4 --overwrite
+	/usr/bin/python3 tools/make_mxfp4_fixtures.py
 
 # Trains the bundled model under models/ (PyTorch on Debian's python3; not in CI): ~80 min on
 # one core (stage 1 then stage 2; MODEL_CARD.md).

@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
           pre.seqs.push_back({kv.AddSequence(), 0, mx::RandomTokenIds(ctx, c.vocab_size, rng), {}});
         }
         mx::ForwardOptions po;
-        po.moe_tuning = &moe;
+        po.moe = moe.For(pre);
         if (!model->Forward(pre, po, kv, kt, pool).ok()) Die("prefill");
         for (int64_t st = 0; st < steps; ++st) {
           mx::ForwardBatch fb;
@@ -248,7 +248,7 @@ int main(int argc, char** argv) {
           }
           mx::ForwardOptions o;
           o.want_router = true;
-          o.moe_tuning = &moe;
+          o.moe = moe.For(fb);
           flush();
           const double t0 = Now();
           auto out = model->Forward(fb, o, kv, kt, pool);
@@ -271,7 +271,7 @@ int main(int argc, char** argv) {
       const int64_t seq = kv.AddSequence();
       const std::vector<int32_t> ids = mx::RandomTokenIds(n_prefill, c.vocab_size, rng);
       mx::ForwardOptions po;
-      po.moe_tuning = &moe;
+      po.moe = moe.For(n_prefill);  // one chunk of the whole prompt
       auto step = [&](const mx::ForwardBatch& b) {
         return model->Forward(b, po, kv, kt, pool).status();
       };

@@ -8,15 +8,15 @@
 # Unity builds (the release and asan presets set CMAKE_UNITY_BUILD; batches of 8 files): a name
 # a file keeps to itself (anonymous namespace, static) must be unique within its module, or be
 # in a namespace of the file's own (the test files that reuse kTiny, Case, ... are in
-# mx::<file>); CMake builds the per-ISA units alone (they have their own COMPILE_OPTIONS). Cold
-# builds on the 2-core host: release 375 -> 160 s, asan 465 -> 252 s; batches of 16 were no
-# faster (162 s) and one unit per module slower (184 s: less to run in parallel). The debug
-# preset builds file by file, which also shows a file that forgot an #include.
+# mx::<file>); CMake builds the per-ISA units alone (they have their own COMPILE_OPTIONS). Unity
+# batches cut the repeated header parsing that dominates a cold build; batches of 8 keep enough
+# units to run in parallel (one unit per module would serialise the build). The debug preset
+# builds file by file, which also shows a file that forgot an #include.
 # mx_test_flags(TARGET [PCH]): a GoogleTest executable's own sources at -O0 (with PCH: and the
 # test PCH, for targets that link its libraries: fmt, spdlog, nlohmann json). The test bodies
 # need no optimisation (the code under test is the library, -O3 in release, -O1 under the
-# sanitizers): -O0 compiles them ~2x faster (cold release build 406 -> 341 s, 755 -> 628
-# CPU-s) and the release tests ran no slower (123 vs 130 s).
+# sanitizers), so they are built at -O0, which compiles them much faster without slowing the
+# tests, whose time is spent in the libraries.
 function(mx_test_flags TARGET)
   target_compile_options(${TARGET} PRIVATE -O0)
   if("PCH" IN_LIST ARGN)

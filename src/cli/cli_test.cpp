@@ -223,6 +223,14 @@ TEST(Cli, GenerateChatTemplateKwargs) {
            false);
   ASSERT_EQ(off.code, 0) << off.out;
   EXPECT_NE(off.out.find("so 5 + 61 = 66.\n#### 66"), std::string::npos) << off.out;
+  // It stopped at <|endoftext|>, which is not printed unless --special asks (llama.cpp's CLI).
+  EXPECT_EQ(off.out.find("<|endoftext|>"), std::string::npos) << off.out;
+  CmdResult special =
+      Exec("generate " + model + " --chat --prompt " + q +
+               " --max-tokens 128 --special --chat-template-kwargs '{\"enable_thinking\": false}'",
+           false);
+  ASSERT_EQ(special.code, 0) << special.out;
+  EXPECT_NE(special.out.find("#### 66<|endoftext|>"), std::string::npos) << special.out;
   CmdResult on = Exec("generate " + model + " --chat --prompt " + q + " --max-tokens 128", false);
   ASSERT_EQ(on.code, 0) << on.out;
   EXPECT_NE(on.out, off.out);

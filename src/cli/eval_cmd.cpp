@@ -56,7 +56,9 @@ void AddTaskOptions(CLI::App* sub, EvalArgs& a) {
       ->capture_default_str();
   sub->add_option("--chat-template-kwargs", a.chat_template_kwargs,
                   "JSON object sent as chat_template_kwargs (chat endpoint)");
-  sub->add_option("--output", t.output, "per-example log (JSONL)")->capture_default_str();
+  sub->add_option("--output", t.output,
+                  "per-example log (JSONL) and, beside it, its summary; without it no file is "
+                  "written");
   sub->add_option("--output-summary", t.summary,
                   "summary JSON (default: the --output path with .summary.json)");
   sub->add_flag("--no-progress", a.no_progress, "no progress line on stderr");
@@ -94,8 +96,11 @@ int Report(const Result<json>& r) {
               100 * s["stderr"].get<double>(), s["correct"].get<int>(), s["samples"].get<int>(),
               s["protocol"].get<std::string>().c_str(), s["errors"].get<int>(),
               s["duration_s"].get<double>());
-  std::printf("log: %s\nsummary: %s\n", s["output"].get<std::string>().c_str(),
-              s["summary"].get<std::string>().c_str());
+  auto where = [](const json& path) {
+    return path.get<std::string>().empty() ? std::string("not written (give --output FILE.jsonl)")
+                                           : path.get<std::string>();
+  };
+  std::printf("log: %s\nsummary: %s\n", where(s["output"]).c_str(), where(s["summary"]).c_str());
   if (s["errors"].get<int>() > 0) {
     std::fprintf(stderr, "warning: %d requests failed after retries and were scored wrong: %s\n",
                  s["errors"].get<int>(), s["errors_by_kind"].dump().c_str());
@@ -152,7 +157,6 @@ VerbRun SetupEval(CLI::App& app) {
   gsm->task.task = "gsm8k";
   gsm->task.data = "../shared/datasets/gsm8k";
   gsm->task.num_shots = 5;
-  gsm->task.output = "eval-gsm8k.jsonl";
   auto* g = ev->add_subcommand("gsm8k", "GSM8K: few-shot from the train split, exact match");
   AddTaskOptions(g, *gsm);
   g->add_option("--data", gsm->task.data, "directory with test.jsonl/train.jsonl, or a JSONL file")
@@ -165,7 +169,6 @@ VerbRun SetupEval(CLI::App& app) {
   ari->task.task = "arith";
   ari->task.data = eval::DefaultArithData();
   ari->task.sampling.max_tokens = 256;  // the longest held-out answer is 194 tokens
-  ari->task.output = "eval-arith.jsonl";
   ari->chat_template_kwargs = R"({"enable_thinking": false})";
   auto* r = ev->add_subcommand("arith", "The bundled model's 500 held-out arithmetic problems");
   AddTaskOptions(r, *ari);
@@ -180,7 +183,6 @@ VerbRun SetupEval(CLI::App& app) {
   mcq->task.sampling.temperature = 1.0;
   mcq->task.sampling.max_tokens = 1024;
   mcq->task.seeds = 2;
-  mcq->task.output = "eval-mcq.jsonl";
   auto* m = ev->add_subcommand("mcq", "Multiple choice (GPQA-style): shuffled choices per seed");
   AddTaskOptions(m, *mcq);
   m->add_option("--data", mcq->task.data,

@@ -15,9 +15,9 @@
 #include "io/model_config.h"
 #include "kernels/kernels.h"
 #include "model/checkpoint_check.h"
-#include "model/moe_tuning.h"
 #include "model/tensor_plan.h"
 #include "model/weight_format.h"
+#include "tune/moe_tuning.h"
 
 namespace mx::cli {
 namespace {
@@ -152,8 +152,7 @@ int RunInspect(const InspectArgs& a) {
   std::optional<MoeTuning> moe;
   if (c.n_routed_experts > 0) {
     auto r = ResolveMoeTuning(MoeShapeOf(c), ExpertDtype(c, specs, report),
-                              KernelLevelName(SelectKernels().level), a.tuned_config_dir,
-                              /*has_moe=*/true, /*log=*/false);
+                              KernelLevelName(SelectKernels().level), a.tuned_config_dir);
     if (!r.ok()) return Fail(r.status().message());
     moe = std::move(*r);
   }

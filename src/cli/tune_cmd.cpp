@@ -1,7 +1,7 @@
 // `mxserve tune moe (--model DIR | --shape model_dim=...,moe_inter=...,E=...,topk=...)
 // --dtype mxfp4|bf16 --tokens 1,2,4,...`: times every valid MoE kernel config per token bucket
 // on synthetic data (src/tune/moe_tuner.h), prints tuned vs default per bucket, and writes
-// <output-dir>/<dtype>-<shape>-<isa>.json, which `serve` picks up (model/moe_tuning.h).
+// <output-dir>/<dtype>-<shape>-<isa>.json, which `serve` picks up (tune/moe_tuning.h).
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,8 +14,8 @@
 #include "cli/cli_util.h"
 #include "cli/verb.h"
 #include "io/model_config.h"
-#include "model/moe_tuning.h"
 #include "tune/moe_tuner.h"
+#include "tune/moe_tuning.h"
 
 namespace mx::cli {
 namespace {

@@ -290,6 +290,7 @@ Result<std::unique_ptr<Engine>> CreateDpEngine(const EngineOptions& options, int
   if (o.max_total_tokens <= 0) o.mem_fraction = options.mem_fraction / dp_size;
   for (int r = 0; r < dp_size; ++r) {
     o.threads = std::max(1, total_threads / dp_size + (r < total_threads % dp_size ? 1 : 0));
+    o.log_moe_tuning = r == 0;
     auto e = CreateEngine(o);
     if (!e.ok()) {
       return e.status().WithContext(fmt::format("--dp {}: replica {}", dp_size, r));

@@ -396,6 +396,7 @@ Result<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& o) {
   lo.kernels = o.kernels;
   lo.gemm_activations = o.gemm_activations;
   lo.tuned_config_dir = o.tuned_config_dir;
+  lo.log_moe_tuning = o.log_moe_tuning;
   lo.shard = ModelShard{0, o.tp, o.expert_parallel && o.tp > 1};
   MX_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(lo));
   std::vector<float> kv_scales = loaded.model->kv_scales();

@@ -137,9 +137,11 @@ struct EngineOptions {
   int32_t speculative_num_steps = 0;
   int32_t speculative_eagle_topk = 1;
   int32_t speculative_num_draft_tokens = 0;
-  // Tuned MoE kernel configs (model/moe_tuning.h): looked up in the repository's configs/moe/,
-  // then here; without one the MoE runs its untuned default and the log says how to tune it.
+  // Tuned MoE kernel configs (tune/moe_tuning.h): looked up in the configs built in from the
+  // repository's configs/moe/, then here; without one the MoE runs its untuned default and the
+  // log says how to tune it.
   std::string tuned_config_dir;
+  bool log_moe_tuning = true;  // that log line (--dp: the first replica says it for all)
   // Tensor / expert parallelism (engine/tp_runner.h): a group of `tp` model shards, MoE split
   // by width or, with expert_parallel, by whole experts. tp_comm null: the ranks are threads of
   // this process; else rank 0's communicator of a group of that size (MPI), whose other ranks
@@ -150,7 +152,7 @@ struct EngineOptions {
   Communicator* tp_comm = nullptr;  // not owned
 };
 
-// Which MoE kernel config the engine runs with, decided at load (model/moe_tuning.h).
+// Which MoE kernel config the engine runs with, decided at load (tune/moe_tuning.h).
 struct KernelTuningInfo {
   std::string state = "none";  // "tuned", "default" (no config for this shape), "none" (no MoE)
   std::string config;          // the file in use, or the file name that was looked for

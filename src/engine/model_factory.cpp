@@ -24,8 +24,11 @@ Result<LoadedModel> LoadModel(const ModelLoadOptions& o) {
     m.tokenizer.emplace(std::move(t));
   }
   if (!o.untuned_moe) {
-    MX_ASSIGN_OR_RETURN(m.moe, ResolveModelMoeTuning(m.model->config(), m.model->weights(),
-                                                     m.kernels->level, o.tuned_config_dir));
+    const std::string dtype = MoeExpertDtype(m.model->weights());
+    MX_ASSIGN_OR_RETURN(m.moe, ResolveMoeTuning(MoeShapeOf(m.model->config()), dtype,
+                                                KernelLevelName(m.kernels->level),
+                                                o.tuned_config_dir, !dtype.empty()));
+    if (o.log_moe_tuning) LogMoeTuning(m.moe);
   }
   return m;
 }

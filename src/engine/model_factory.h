@@ -14,10 +14,10 @@
 #include "engine/model_runner.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
-#include "model/moe_tuning.h"
 #include "model/shard.h"
 #include "parallel/communicator.h"
 #include "tokenizer/tokenizer.h"
+#include "tune/moe_tuning.h"
 
 namespace mx {
 
@@ -33,6 +33,7 @@ struct ModelLoadOptions {
   std::string gemm_activations = "bf16";  // fp32|bf16 (kernels.h GemmActivations; serve's default)
   std::string tuned_config_dir;  // tuned MoE configs, searched after the shipped configs/moe/
   bool untuned_moe = false;      // run the MoE on its untuned default (no config lookup)
+  bool log_moe_tuning = true;    // LogMoeTuning: which MoE config runs (once per load)
   ModelShard shard;              // default: the whole model
   TokenizerLoad tokenizer = TokenizerLoad::kIfPresent;
 };
@@ -48,7 +49,7 @@ struct LoadedModel {
 };
 
 // Errors name the flag, file or tensor that is wrong (ResolveKernels, Model::Load,
-// ResolveModelMoeTuning, tok::Tokenizer::FromFile, LoadEosTokenIds).
+// ResolveMoeTuning, tok::Tokenizer::FromFile, LoadEosTokenIds).
 Result<LoadedModel> LoadModel(const ModelLoadOptions& options);
 
 // The runner the engine drives, taking m.model and m.moe (m.tokenizer and m.eos_ids stay with

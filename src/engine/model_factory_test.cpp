@@ -103,7 +103,7 @@ TEST(ModelFactory, WholeRunnerComputesWhatTheModelComputes) {
     b.seqs.push_back({0, 0, ids, {}});
     ForwardOptions o;
     o.logits = LogitsMode::kLast;
-    o.moe_tuning = &m.moe;
+    o.moe = m.moe.For(b);
     ThreadPool pool(1);
     auto out = m.model->Forward(b, o, kv, *m.kernels, pool);
     ASSERT_TRUE(out.ok()) << out.status().ToString();

@@ -25,7 +25,7 @@ class RealModelRunner final : public ModelRunner {
   Result<std::vector<float>> Forward(const ForwardBatch& batch, KvStore& kv) override {
     ForwardOptions opts;
     opts.logits = LogitsMode::kLast;
-    opts.moe_tuning = &moe_;
+    opts.moe = moe_.For(batch);
     MX_ASSIGN_OR_RETURN(ForwardOutput out, model_->Forward(batch, opts, kv, kt_, pool_));
     return std::move(out.logits);
   }
@@ -33,12 +33,12 @@ class RealModelRunner final : public ModelRunner {
   Result<ForwardOutput> ForwardRows(const ForwardBatch& batch, KvStore& kv) override {
     ForwardOptions opts;
     opts.logits = LogitsMode::kLast;
-    opts.moe_tuning = &moe_;
+    opts.moe = moe_.For(batch);
     return model_->Forward(batch, opts, kv, kt_, pool_);
   }
 
   Result<MtpOutput> ForwardMtp(const MtpBatch& batch, KvStore& kv) override {
-    return model_->ForwardMtp(batch, kv, kt_, pool_, &moe_);
+    return model_->ForwardMtp(batch, kv, kt_, pool_, moe_.For(batch));
   }
 
   const MoeTuning* moe_tuning() const override { return &moe_; }

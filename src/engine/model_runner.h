@@ -19,7 +19,7 @@
 #include "model/forward_batch.h"
 #include "model/kv_store.h"
 #include "model/model.h"
-#include "model/moe_tuning.h"
+#include "tune/moe_tuning.h"
 
 namespace mx {
 

@@ -25,11 +25,9 @@ namespace {
 struct StepHeader {
   enum Op : int32_t { kForward = 1, kForwardMtp = 2, kStop = 3 };
   int32_t op = kStop;
-  // The driver's KV geometry (the worker makes its store once, from the first step).
-  int64_t page_size = 0, n_pages = 0;
-  int32_t kv_dtype = 0;
-  std::vector<float> kv_scales;
-  std::vector<std::vector<int32_t>> tables;  // page table of each sequence, batch order
+  // The driver's KV geometry (the worker makes its store once, from the first step) and the
+  // page table of each sequence, batch order.
+  KvPageLayout kv;
 };
 
 // A step as a worker decodes it.
@@ -89,10 +87,10 @@ class Reader {
 std::vector<std::byte> Encode(const StepHeader& s, const ForwardBatch& fwd, const MtpBatch& mtp) {
   Writer w;
   w.Pod(s.op);
-  w.Pod(s.page_size);
-  w.Pod(s.n_pages);
-  w.Pod(s.kv_dtype);
-  w.Vec(s.kv_scales);
+  w.Pod(s.kv.page_size);
+  w.Pod(s.kv.n_pages);
+  w.Pod(static_cast<int32_t>(s.kv.dtype));
+  w.Vec(s.kv.layer_scales);
   w.Pod(static_cast<int64_t>(fwd.seqs.size()));
   for (const SequenceInput& q : fwd.seqs) {
     w.Pod(q.seq);
@@ -109,8 +107,8 @@ std::vector<std::byte> Encode(const StepHeader& s, const ForwardBatch& fwd, cons
     w.Vec(q.hidden);
     w.Vec(q.topk);
   }
-  w.Pod(static_cast<int64_t>(s.tables.size()));
-  for (const auto& t : s.tables) w.Vec(t);
+  w.Pod(static_cast<int64_t>(s.kv.tables.size()));
+  for (const auto& t : s.kv.tables) w.Vec(t);
   return std::move(w.bytes());
 }
 
@@ -118,8 +116,12 @@ Result<Step> Decode(std::span<const std::byte> bytes) {
   Reader r(bytes);
   Step s;
   int64_t n = 0;
-  bool ok = r.Pod(s.op) && r.Pod(s.page_size) && r.Pod(s.n_pages) && r.Pod(s.kv_dtype) &&
-            r.Vec(s.kv_scales) && r.Pod(n) && n >= 0;
+  int32_t dtype = -1;
+  bool ok = r.Pod(s.op) && r.Pod(s.kv.page_size) && r.Pod(s.kv.n_pages) && r.Pod(dtype) &&
+            dtype >= static_cast<int32_t>(KvCacheDtype::kF32) &&
+            dtype <= static_cast<int32_t>(KvCacheDtype::kFp8E4M3Fnuz) && r.Vec(s.kv.layer_scales) &&
+            r.Pod(n) && n >= 0;
+  s.kv.dtype = static_cast<KvCacheDtype>(dtype);
   for (int64_t i = 0; ok && i < n; ++i) {
     SequenceInput& q = s.fwd.seqs.emplace_back();
     uint8_t all = 0;
@@ -132,7 +134,7 @@ Result<Step> Decode(std::span<const std::byte> bytes) {
     ok = r.Pod(q.seq) && r.Pod(q.start_pos) && r.Vec(q.tokens) && r.Vec(q.hidden) && r.Vec(q.topk);
   }
   ok = ok && r.Pod(n) && n >= 0;
-  for (int64_t i = 0; ok && i < n; ++i) ok = r.Vec(s.tables.emplace_back());
+  for (int64_t i = 0; ok && i < n; ++i) ok = r.Vec(s.kv.tables.emplace_back());
   if (!ok || !r.done() || s.op < StepHeader::kForward || s.op > StepHeader::kStop) {
     return Internal("tensor-parallel step of {} bytes is malformed", bytes.size());
   }
@@ -177,14 +179,14 @@ class TpDriver final : public ModelRunner {
     MX_RETURN_IF_ERROR(Broadcast(StepHeader::kForward, batch, {}, kv));
     ForwardOptions opts;
     opts.logits = LogitsMode::kLast;
-    opts.moe_tuning = &moe_;
+    opts.moe = moe_.For(batch);
     opts.comm = &comm_;
     return Checked(model_->Forward(batch, opts, kv, kt_, pool_));
   }
 
   Result<MtpOutput> ForwardMtp(const MtpBatch& batch, KvStore& kv) override {
     MX_RETURN_IF_ERROR(Broadcast(StepHeader::kForwardMtp, {}, batch, kv));
-    return Checked(model_->ForwardMtp(batch, kv, kt_, pool_, &moe_, &comm_));
+    return Checked(model_->ForwardMtp(batch, kv, kt_, pool_, moe_.For(batch), &comm_));
   }
 
  private:
@@ -197,18 +199,12 @@ class TpDriver final : public ModelRunner {
 
   // Broadcasts step `op` over `fwd` or `mtp` with the KV geometry and the page tables.
   Status Broadcast(int32_t op, const ForwardBatch& fwd, const MtpBatch& mtp, KvStore& kv) {
-    auto* paged = dynamic_cast<PagedKvStore*>(&kv);
-    if (paged == nullptr) {
-      return FailedPrecondition("tensor parallelism runs on the engine's paged KV store");
-    }
+    std::vector<int64_t> seqs;
+    for (const SequenceInput& q : fwd.seqs) seqs.push_back(q.seq);
+    for (const MtpSequenceInput& q : mtp.seqs) seqs.push_back(q.seq);
     StepHeader h;
     h.op = op;
-    h.page_size = paged->page_size();
-    h.n_pages = paged->n_pages();
-    h.kv_dtype = static_cast<int32_t>(paged->dtype());
-    h.kv_scales = paged->layer_scales();
-    for (const SequenceInput& q : fwd.seqs) h.tables.push_back(paged->PageTable(q.seq));
-    for (const MtpSequenceInput& q : mtp.seqs) h.tables.push_back(paged->PageTable(q.seq));
+    MX_ASSIGN_OR_RETURN(h.kv, kv.PageLayout(seqs));
     return Send(h, fwd, mtp);
   }
 
@@ -299,19 +295,21 @@ Status RunTpWorker(const Model& shard, Communicator& comm, const KernelTable& kt
     MX_ASSIGN_OR_RETURN(Step s, Decode(bytes));
     if (s.op == StepHeader::kStop) return Status::Ok();
     if (kv == nullptr) {
-      kv = std::make_unique<PagedKvStore>(shard.config(), s.page_size, s.n_pages,
-                                          static_cast<KvCacheDtype>(s.kv_dtype), s.kv_scales);
-    } else if (kv->page_size() != s.page_size || kv->n_pages() != s.n_pages) {
+      kv = std::make_unique<PagedKvStore>(shard.config(), s.kv.page_size, s.kv.n_pages, s.kv.dtype,
+                                          s.kv.layer_scales);
+    } else if (kv->page_size() != s.kv.page_size || kv->n_pages() != s.kv.n_pages) {
       return FailedPrecondition("the driver's KV geometry changed ({} pages of {} → {} of {})",
-                                kv->n_pages(), kv->page_size(), s.n_pages, s.page_size);
+                                kv->n_pages(), kv->page_size(), s.kv.n_pages, s.kv.page_size);
     }
     std::vector<int64_t> seqs;  // the tables' order: the forward batch's, then the MTP batch's
     for (const SequenceInput& q : s.fwd.seqs) seqs.push_back(q.seq);
     for (const MtpSequenceInput& q : s.mtp.seqs) seqs.push_back(q.seq);
-    if (s.tables.size() != seqs.size()) return Internal("tensor-parallel step without page tables");
+    if (s.kv.tables.size() != seqs.size()) {
+      return Internal("tensor-parallel step without page tables");
+    }
     std::set<int64_t> now;
     for (size_t i = 0; i < seqs.size(); ++i) {
-      kv->PageTable(seqs[i]) = std::move(s.tables[i]);
+      kv->PageTable(seqs[i]) = std::move(s.kv.tables[i]);
       now.insert(seqs[i]);
     }
     // A sequence the driver no longer sends keeps its table until the next step it is in;
@@ -324,11 +322,11 @@ Status RunTpWorker(const Model& shard, Communicator& comm, const KernelTable& kt
     if (s.op == StepHeader::kForward) {
       ForwardOptions opts;
       opts.logits = LogitsMode::kLast;
-      opts.moe_tuning = &moe;
+      opts.moe = moe.For(s.fwd);
       opts.comm = &comm;
       st = shard.Forward(s.fwd, opts, *kv, kt, pool).status();
     } else {
-      st = shard.ForwardMtp(s.mtp, *kv, kt, pool, &moe, &comm).status();
+      st = shard.ForwardMtp(s.mtp, *kv, kt, pool, moe.For(s.mtp), &comm).status();
     }
     if (IsRunnerFailure(st)) return st;
     if (!st.ok()) MX_LOG_WARN("tensor-parallel rank {}: {}", comm.rank(), st.ToString());

@@ -27,9 +27,9 @@
 #include "engine/model_runner.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
-#include "model/moe_tuning.h"
 #include "model/shard.h"
 #include "parallel/communicator.h"
+#include "tune/moe_tuning.h"
 
 namespace mx {
 

@@ -56,7 +56,6 @@ Status CheckCommon(const TaskOptions& o) {
   if (o.server.concurrency < 1) {
     return InvalidArgument("--concurrency {}: must be at least 1", o.server.concurrency);
   }
-  if (o.output.empty()) return InvalidArgument("--output: a JSONL path is required");
   return Status::Ok();
 }
 
@@ -110,7 +109,7 @@ Result<json> RunTask(const TaskOptions& o, const TaskHooks& h) {
       log += rec.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     }
   }
-  MX_RETURN_IF_ERROR(WriteText(o.output, log));
+  if (!o.output.empty()) MX_RETURN_IF_ERROR(WriteText(o.output, log));
 
   const Accuracy all = ScoreSeeds(correct);
   json per_seed = json::array();
@@ -121,7 +120,8 @@ Result<json> RunTask(const TaskOptions& o, const TaskHooks& h) {
                         {"stderr", a.stderr_},
                         {"correct", a.correct}});
   }
-  const std::string summary_path = o.summary.empty() ? DefaultSummaryPath(o.output) : o.summary;
+  const std::string summary_path =
+      !o.summary.empty() || o.output.empty() ? o.summary : DefaultSummaryPath(o.output);
   json summary = {
       {"task", o.task},
       {"protocol", h.protocol},
@@ -149,7 +149,7 @@ Result<json> RunTask(const TaskOptions& o, const TaskHooks& h) {
       {"command", o.command},
       {"mxserve_version", MX_VERSION},
   };
-  MX_RETURN_IF_ERROR(WriteText(summary_path, summary.dump(2) + "\n"));
+  if (!summary_path.empty()) MX_RETURN_IF_ERROR(WriteText(summary_path, summary.dump(2) + "\n"));
   return summary;
 }
 

@@ -36,8 +36,8 @@ struct TaskOptions {
   int seeds = 1;
   uint64_t seed = 0;
   bool shuffle = true;  // mcq: shuffle choices per seed
-  std::string output;   // per-example JSONL
-  std::string summary;  // summary JSON
+  std::string output;   // per-example JSONL; "" = not written
+  std::string summary;  // summary JSON; "" = next to `output` (<output>.summary.json), or none
   std::string command;  // the command line, recorded in the summary
 };
 

@@ -93,6 +93,32 @@ TaskOptions Gsm8kOptions(const loadgen::MockServer& server, const std::string& o
   return t;
 }
 
+// Without an output path the task writes no file at all (the working directory stays clean)
+// and still returns the whole summary; with only a summary path, only the summary is written.
+TEST(Tasks, WritesFilesOnlyWhereTold) {
+  ScriptedGsm8k script;
+  loadgen::MockServerOptions so;
+  so.reply = [&](const std::string& b) { return script.Reply(b); };
+  auto server = Start(so);
+  const std::filesystem::path dir = TempPath("no-output-dir");
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  TaskOptions t = Gsm8kOptions(*server, "");
+  auto r = RunQaTask(t);
+  std::filesystem::current_path(cwd);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)["num_examples"], 10);
+  EXPECT_EQ((*r)["output"], "");
+  EXPECT_EQ((*r)["summary"], "");
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  t.summary = (dir / "only.summary.json").string();
+  ASSERT_TRUE(RunQaTask(t).ok());
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1);
+  EXPECT_TRUE(std::filesystem::exists(t.summary));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Tasks, Gsm8kScoresLogsAndSummaryAgree) {
   ScriptedGsm8k script;
   loadgen::MockServerOptions so;

@@ -1,5 +1,5 @@
 // How a fast GEMM walks its output: the tunable part of the bf16 / f32 / MXFP4 kernels
-// (model/moe_tuning.h picks it per MoE shape and token bucket; `mxserve tune moe` measures
+// (tune/moe_tuning.h picks it per MoE shape and token bucket; `mxserve tune moe` measures
 // it). A tiling changes only the loop order and which rows share a loaded weight vector, never
 // the per-element arithmetic beyond fp32 summation order, so every tiling stays within the
 // kernels' error budgets (kernels_test.cpp, mxfp4_test.cpp). The ref level ignores it.

@@ -24,9 +24,10 @@ namespace mx {
 namespace {
 
 constexpr int64_t kChunk = 32;
-// A single activation row (decode) streams W from memory: each W row is prefetched this many
-// elements (512 bytes) ahead. model_bench bf16 decode, batch 1, 3 rounds side by side: 22.6–34.6
-// tok/s without, 32.4–37.4 with (1, 2 and 4 KB ahead were no better).
+// A single activation row (decode) streams W from memory with no reuse, so the hardware
+// prefetcher alone leaves the loads waiting: each W row is prefetched this many elements
+// (512 bytes, a few cache lines) ahead. Further ahead gained nothing (the stream is already
+// bandwidth-bound) and only risks evicting lines before use (docs/performance.md).
 constexpr int64_t kGemvPrefetch = 256;  // bf16 elements per 512-bit vector
 
 // The activations of one call as bf16 parts (hi, and mid / lo for kFp32), rows padded with

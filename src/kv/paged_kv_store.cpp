@@ -173,13 +173,14 @@ void PagedKvStore::ReadIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, fl
   Decode(IdxPtr(seq, layer, pos), index_width_, scales_[layer], out);
 }
 
-void PagedKvStore::CopyPage(int32_t src, int32_t dst) {
-  const int64_t mla_bytes = n_layers_ * page_size_ * mla_width_ * elem_;
-  std::memmove(mla_.data() + dst * mla_bytes, mla_.data() + src * mla_bytes, mla_bytes);
-  const int64_t idx_bytes = n_full_ * page_size_ * index_width_ * elem_;
-  if (idx_bytes > 0) {
-    std::memmove(idx_.data() + dst * idx_bytes, idx_.data() + src * idx_bytes, idx_bytes);
+Result<KvPageLayout> PagedKvStore::PageLayout(std::span<const int64_t> seqs) const {
+  KvPageLayout l{page_size_, n_pages_, dtype_, scales_, {}};
+  l.tables.reserve(seqs.size());
+  for (int64_t seq : seqs) {
+    auto it = tables_.find(seq);
+    l.tables.push_back(it == tables_.end() ? std::vector<int32_t>() : it->second);
   }
+  return l;
 }
 
 }  // namespace mx

@@ -23,8 +23,6 @@
 
 namespace mx {
 
-enum class KvCacheDtype { kF32, kBf16, kFp8E4M3Fn, kFp8E4M3Fnuz };
-
 // "auto" and "bf16"/"bfloat16" → kBf16; "fp8_e4m3" → kFp8E4M3Fn; "fp8_e4m3fnuz"; "f32"/"float32".
 Result<KvCacheDtype> ParseKvCacheDtype(std::string_view name);
 const char* KvCacheDtypeName(KvCacheDtype d);
@@ -59,9 +57,7 @@ class PagedKvStore final : public KvStore {
   void ReadMlaRow(int64_t seq, int64_t layer, int64_t pos, float* out) override;
   void WriteIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, const float* row) override;
   void ReadIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, float* out) override;
-
-  // Copies every row of page `src` to page `dst` (tests, copy-on-write).
-  void CopyPage(int32_t src, int32_t dst);
+  Result<KvPageLayout> PageLayout(std::span<const int64_t> seqs) const override;
 
  private:
   uint8_t* MlaPtr(int64_t seq, int64_t layer, int64_t pos);

@@ -44,8 +44,8 @@ TEST(PagedKvStore, RowsLandInTheirPages) {
   std::vector<float> ko(Di);
   kv.ReadIndexerKeyRow(0, c.mtp_layer_index(), 6, ko.data());
   EXPECT_EQ(ko, k);
-  kv.CopyPage(2, 7);
-  kv.PageTable(2) = {0, 7};
+  // A sequence whose table shares page 2 (a radix-cache hit) reads the row written through seq 0.
+  kv.PageTable(2) = {0, 2};
   kv.ReadMlaRow(2, 1, 6, out.data());
   EXPECT_EQ(out, a);
 }
@@ -105,6 +105,26 @@ TEST(PagedKvStore, BytesPerTokenAndDtypeNames) {
   EXPECT_EQ(*ParseKvCacheDtype("fp8_e4m3"), KvCacheDtype::kFp8E4M3Fn);
   EXPECT_EQ(*ParseKvCacheDtype("fp8_e4m3fnuz"), KvCacheDtype::kFp8E4M3Fnuz);
   EXPECT_FALSE(ParseKvCacheDtype("int4").ok());
+}
+
+TEST(PagedKvStore, PageLayoutIsWhatAMirrorNeeds) {
+  const ModelConfig c = TinyConfig();
+  std::vector<float> scales(c.num_hidden_layers + 1);
+  for (size_t i = 0; i < scales.size(); ++i) scales[i] = 0.5f + static_cast<float>(i);
+  PagedKvStore kv(c, 4, 8, KvCacheDtype::kFp8E4M3Fn, scales);
+  kv.PageTable(3) = {6, 1};
+  kv.PageTable(5) = {2};
+  const std::vector<int64_t> seqs = {5, 9, 3};
+  Result<KvPageLayout> l = kv.PageLayout(seqs);
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->page_size, 4);
+  EXPECT_EQ(l->n_pages, 8);
+  EXPECT_EQ(l->dtype, KvCacheDtype::kFp8E4M3Fn);
+  EXPECT_EQ(l->layer_scales, scales);
+  EXPECT_EQ(l->tables, (std::vector<std::vector<int32_t>>{{2}, {}, {6, 1}}));
+  EXPECT_EQ(kv.PageCount(9), 0);  // asking did not create a table
+  ContiguousKvStore flat(c, 8);
+  EXPECT_EQ(flat.PageLayout(seqs).status().code(), StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

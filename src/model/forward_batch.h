@@ -11,6 +11,8 @@
 #include <map>
 #include <vector>
 
+#include "model/moe_config.h"
+
 namespace mx {
 
 struct SequenceInput {
@@ -27,10 +29,8 @@ struct SequenceInput {
 
 struct ForwardBatch {
   std::vector<SequenceInput> seqs;
-  int64_t num_rows() const;
 };
 
-struct MoeTuning;    // model/moe_tuning.h
 class Communicator;  // parallel/communicator.h
 
 enum class LogitsMode { kNone, kLast, kAll };  // kLast: the last row of every sequence
@@ -46,8 +46,9 @@ struct ForwardOptions {
   bool want_hidden_states = false;  // per-layer residual stream
   bool want_topk = false;           // indexer top-k sets per layer
   bool want_router = false;         // MoE expert choices per layer
-  // The MoE kernel configs to run with (not owned; null = the untuned default).
-  const MoeTuning* moe_tuning = nullptr;
+  // How every MoE block of this forward runs its experts (the runner picks it for the batch's
+  // row count from the tuned configs, tune/moe_tuning.h).
+  MoeKernelConfig moe = DefaultMoeConfig();
   // This rank's group when the model is a shard (model/shard.h; not owned). REQUIRES: set, with
   // the shard's size, for a sharded model; every rank runs the same batch.
   Communicator* comm = nullptr;

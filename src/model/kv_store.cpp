@@ -8,6 +8,10 @@
 
 namespace mx {
 
+Result<KvPageLayout> KvStore::PageLayout(std::span<const int64_t> seqs) const {
+  return FailedPrecondition("this KV store has no pages to mirror (a paged store has)");
+}
+
 ContiguousKvStore::ContiguousKvStore(const ModelConfig& c, int64_t max_positions)
     : n_layers_(c.num_hidden_layers + (c.num_nextn_predict_layers > 0 ? 1 : 0)),
       mla_width_(c.mla_cache_values()),

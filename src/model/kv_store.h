@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -18,6 +19,20 @@
 #include "io/model_config.h"
 
 namespace mx {
+
+// How a store keeps its rows (kv/paged_kv_store.h has the names and byte sizes).
+enum class KvCacheDtype { kF32, kBf16, kFp8E4M3Fn, kFp8E4M3Fnuz };
+
+// Where a paged store puts rows: its geometry and the page table of each sequence asked for.
+// Enough for another tensor-parallel rank to build a store of its own in which the same
+// (seq, pos) lands in the same page slot (engine/tp_runner.cpp mirrors the driver's store).
+struct KvPageLayout {
+  int64_t page_size = 0;
+  int64_t n_pages = 0;
+  KvCacheDtype dtype = KvCacheDtype::kBf16;
+  std::vector<float> layer_scales;           // [layers]
+  std::vector<std::vector<int32_t>> tables;  // [seqs] page ids, position p in table[p / page]
+};
 
 class KvStore {
  public:
@@ -34,6 +49,10 @@ class KvStore {
   // REQUIRES: additionally, `layer` is a full-indexer layer; index_head_dim floats.
   virtual void WriteIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, const float* row) = 0;
   virtual void ReadIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, float* out) = 0;
+
+  // The layout that holds `seqs` (an unknown sequence has an empty table).
+  // Errors: FailedPrecondition for a store that is not paged (the default).
+  virtual Result<KvPageLayout> PageLayout(std::span<const int64_t> seqs) const;
 };
 
 // Thread-safety: none (one forward at a time; rows of distinct sequences may be written in

@@ -262,13 +262,13 @@ Status Model::LmHead(const LayerContext& ctx, const float* x, int64_t n,
 }
 
 Result<MtpOutput> Model::ForwardMtp(const MtpBatch& batch, KvStore& kv, const KernelTable& kt,
-                                    ThreadPool& pool, const MoeTuning* moe_tuning,
+                                    ThreadPool& pool, const MoeKernelConfig& moe,
                                     Communicator* comm) const {
   const ModelConfig& c = config_;
   const int64_t D = c.hidden_size, V = c.vocab_size, K = c.index_topk;
   if (!weights_.has_mtp) return InvalidArgument("MTP requested but the model has no MTP layer");
   ForwardOptions opts;
-  opts.moe_tuning = moe_tuning;
+  opts.moe = moe;
   opts.comm = comm;
   LayerContext ctx{c, kt, pool, kv, opts, {}, {}, {}, {}};
   MtpOutput out;

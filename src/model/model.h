@@ -55,10 +55,9 @@ class Model {
   // layer's KV (and, unless the batch gives top-k sets, indexer key) rows at the rows'
   // positions. Errors: InvalidArgument for a model without an MTP layer, bad ids, rows or
   // shapes; the KvStore's Reserve errors; Internal for a non-finite value.
-  // `moe_tuning` as ForwardOptions::moe_tuning (null: the default MoE kernel config); `comm`
-  // as ForwardOptions::comm.
+  // `moe` and `comm` as ForwardOptions::moe and ::comm.
   Result<MtpOutput> ForwardMtp(const MtpBatch& batch, KvStore& kv, const KernelTable& kt,
-                               ThreadPool& pool, const MoeTuning* moe_tuning = nullptr,
+                               ThreadPool& pool, const MoeKernelConfig& moe = DefaultMoeConfig(),
                                Communicator* comm = nullptr) const;
 
   const ModelShard& shard() const { return weights_.shard; }

@@ -1,7 +1,7 @@
 // Pins Model::Forward to the PyTorch reference (tests/data/README.md): for both test
 // checkpoints and every fixture prompt, logits / per-layer hidden states / MTP outputs within
 // kActTol, indexer top-k sets and router expert choices identical, and the 32-token greedy
-// continuation identical.
+// continuation identical, at every kernel level the CPU runs (ref, avx2, avx512).
 //
 // Tolerance: kActTol = 2e-5 max abs for logits, hidden states and MTP outputs (observed with
 // the ref kernels: <= 5e-6; the reference's own fp32-vs-fp64 spread is <= 4e-6; README suggests
@@ -31,11 +31,22 @@ constexpr double kBf16ActTol = 1e-2;
 constexpr double kBf16Kld = 0.15;
 constexpr double kBf16Top1Rate = 0.8;
 constexpr double kBf16AgreeRate = 0.9;
+// MXFP4 experts (Mxfp4FixtureTest): the same budget form.
+// Observed at every level: T = 3 logits within 4.3e-3 of their scale, mean KLD <= 4.4e-3,
+// top-1 >= 128/130, top-k and router >= 99 %.
+constexpr double kMxfp4ActTol = 2e-2;
+constexpr double kMxfp4Kld = 0.02;
+constexpr double kMxfp4Top1Rate = 0.9;
+constexpr double kMxfp4AgreeRate = 0.95;
 
 struct Case {
   std::string ckpt;
   int64_t T;
+  KernelLevel level;  // every level this CPU runs, not only the one SelectKernels picks
 };
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.ckpt << " T=" << c.T << " " << KernelLevelName(c.level);
+}
 
 class FixtureTest : public ::testing::TestWithParam<Case> {};
 
@@ -63,7 +74,7 @@ TEST_P(FixtureTest, PrefillMatchesReference) {
   auto fx = OpenFixture(cs.ckpt, cs.T);
   const int64_t T = cs.T, L = c.num_hidden_layers, D = c.hidden_size, K = c.index_topk;
 
-  auto out = RunFixturePrefill(model, *fx, SelectKernels());
+  auto out = RunFixturePrefill(model, *fx, *GetKernelTable(cs.level));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
 
   const double e_logits = MaxAbsDiff(out->logits, F32(*fx, "logits"));
@@ -102,10 +113,11 @@ TEST_P(FixtureTest, PrefillMatchesReference) {
   EXPECT_EQ(out->mtp_router.experts, I32(*fx, "mtp_router_experts"));
   EXPECT_LE(MaxAbsDiff(out->mtp_router.weights, F32(*fx, "mtp_router_weights")), kRouterTol);
   std::printf(
-      "[%s T=%lld] max abs: logits %.2e hidden %.2e final %.2e router_w %.2e mtp %.2e mtp_hidden "
+      "[%s T=%lld %s] max abs: logits %.2e hidden %.2e final %.2e router_w %.2e mtp %.2e "
+      "mtp_hidden "
       "%.2e\n",
-      cs.ckpt.c_str(), static_cast<long long>(T), e_logits, e_hidden, e_final, e_router, e_mtp,
-      e_mtp_h);
+      cs.ckpt.c_str(), static_cast<long long>(T), KernelLevelName(cs.level), e_logits, e_hidden,
+      e_final, e_router, e_mtp, e_mtp_h);
 }
 
 TEST_P(FixtureTest, GreedyContinuationMatches) {
@@ -123,7 +135,7 @@ TEST_P(FixtureTest, GreedyContinuationMatches) {
   for (size_t step = 0; step < want.size(); ++step) {
     ForwardBatch b;
     b.seqs.push_back(s);
-    auto out = model.Forward(b, opts, kv, SelectKernels(), pool);
+    auto out = model.Forward(b, opts, kv, *GetKernelTable(cs.level), pool);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     const int32_t next = ArgMax(out->logits.data(), model.config().vocab_size);
     got.push_back(next);
@@ -133,82 +145,89 @@ TEST_P(FixtureTest, GreedyContinuationMatches) {
   EXPECT_EQ(got, want);
 }
 
+void PrintAgreement(const Case& cs, const char* what, const Agreement& a) {
+  std::printf(
+      "[%s T=%lld %s %s] logits max abs %.2e (scale %.2e), mean KLD %.2e, top-1 %lld/%lld, "
+      "top-k %lld/%lld, router %lld/%lld\n",
+      cs.ckpt.c_str(), static_cast<long long>(cs.T), KernelLevelName(cs.level), what, a.e_logits,
+      a.scale, a.kld, static_cast<long long>(a.top1), static_cast<long long>(cs.T),
+      static_cast<long long>(a.same), static_cast<long long>(a.total),
+      static_cast<long long>(a.r_same), static_cast<long long>(a.r_total));
+}
+
 // GemmActivations::kBf16 (the bf16 weight GEMMs take bf16-rounded activations, as peers run
 // them) against the same fixtures. Each GEMM input moves by ≤ 2^-9 relative, so a row's logits
 // move by ~1e-3 of their scale (the 3-token prompts, where no choice flips); but an indexer
 // top-k entry or a router choice flips where two scores are that close, and in these random
-// tiny models a flip changes that row's path, so beyond that the budget is distributional:
-// mean KL divergence from the reference's next-token distribution, top-1 agreement, and the
-// share of top-k and router entries that agree.
+// tiny models a flip changes that row's path, so beyond that the budget is distributional
+// (Agreement).
 TEST_P(FixtureTest, Bf16ActivationsStayWithinTheirBudget) {
   const Case& cs = GetParam();
   const Model& model = TestModel(cs.ckpt);
-  const ModelConfig& c = model.config();
   auto fx = OpenFixture(cs.ckpt, cs.T);
-  const int64_t T = cs.T, L = c.num_hidden_layers, K = c.index_topk, V = c.vocab_size;
-  auto out =
-      RunFixturePrefill(model, *fx, WithGemmActivations(SelectKernels(), GemmActivations::kBf16));
+  const int64_t T = cs.T;
+  auto out = RunFixturePrefill(
+      model, *fx, WithGemmActivations(*GetKernelTable(cs.level), GemmActivations::kBf16));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
-  const std::vector<float> want = F32(*fx, "logits");
-  double kld = 0, scale = 0;
-  int64_t top1 = 0;
-  for (int64_t r = 0; r < T; ++r) {
-    const float* p = want.data() + r * V;
-    const float* q = out->logits.data() + r * V;
-    for (int64_t v = 0; v < V; ++v) scale = std::max(scale, static_cast<double>(std::fabs(p[v])));
-    double mp = -1e30, mq = -1e30, zp = 0, zq = 0;
-    for (int64_t v = 0; v < V; ++v)
-      mp = std::max<double>(mp, p[v]), mq = std::max<double>(mq, q[v]);
-    for (int64_t v = 0; v < V; ++v) zp += std::exp(p[v] - mp), zq += std::exp(q[v] - mq);
-    for (int64_t v = 0; v < V; ++v) {
-      const double lp = p[v] - mp - std::log(zp), lq = q[v] - mq - std::log(zq);
-      kld += std::exp(lp) * (lp - lq);
-    }
-    top1 += ArgMax(p, V) == ArgMax(q, V);
+  const Agreement a = Compare(model.config(), *out, *fx, T);
+  PrintAgreement(cs, "bf16 activations", a);
+  if (T <= 3) {
+    EXPECT_LE(a.e_logits, kBf16ActTol * a.scale);
   }
-  kld /= static_cast<double>(T);
-  const std::vector<int32_t> topk = I32(*fx, "indexer_topk");
-  int64_t same = 0, total = 0;
-  for (int64_t l = 0; l < L; ++l) {
-    for (int64_t i = 0; i < T * K; ++i) same += out->topk[l][i] == topk[l * T * K + i], ++total;
-  }
-  int64_t r_same = 0, r_total = 0;
-  for (int64_t l = 0; l < L; ++l) {
-    if (!c.is_moe_layer(l)) continue;
-    const std::vector<int32_t> e = I32(*fx, "router_experts." + std::to_string(l));
-    for (size_t i = 0; i < e.size(); ++i) r_same += out->router.at(l).experts[i] == e[i], ++r_total;
-  }
-  const double e_logits = MaxAbsDiff(out->logits, want);
-  std::printf(
-      "[%s T=%lld bf16 activations] logits max abs %.2e (scale %.2e), mean KLD %.2e, "
-      "top-1 %lld/%lld, top-k %lld/%lld, router %lld/%lld\n",
-      cs.ckpt.c_str(), static_cast<long long>(T), e_logits, scale, kld,
-      static_cast<long long>(top1), static_cast<long long>(T), static_cast<long long>(same),
-      static_cast<long long>(total), static_cast<long long>(r_same),
-      static_cast<long long>(r_total));
-  if (T <= 3) EXPECT_LE(e_logits, kBf16ActTol * scale);
-  EXPECT_LE(kld, kBf16Kld);
-  EXPECT_GE(top1, T * kBf16Top1Rate);
-  EXPECT_GE(same, total * kBf16AgreeRate);
-  EXPECT_GE(r_same, r_total * kBf16AgreeRate);
+  EXPECT_LE(a.kld, kBf16Kld);
+  EXPECT_GE(a.top1, T * kBf16Top1Rate);
+  EXPECT_GE(a.same, a.total * kBf16AgreeRate);
+  EXPECT_GE(a.r_same, a.r_total * kBf16AgreeRate);
 }
 
-std::vector<Case> AllCases() {
+// tiny-mxfp4 (tests/data/tiny quantized by `mxserve quantize`: routed experts MXFP4) against
+// the reference run on its weights dequantized by tools/make_mxfp4_fixtures.py. The expert
+// GEMMs round their activations to int8 per 32-block (mxfp4.h), ~2^-8 relative, so the budget
+// has the bf16-activations form: tight logits where nothing can flip (T = 3), distributional
+// beyond. A wrong nibble order, scale or block layout moves the logits by O(1) and fails all.
+class Mxfp4FixtureTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Mxfp4FixtureTest, PrefillMatchesTheReferenceOnDequantizedWeights) {
+  const Case& cs = GetParam();
+  const Model& model = TestModel(cs.ckpt);
+  auto fx = OpenFixture(cs.ckpt, cs.T);
+  auto out = RunFixturePrefill(model, *fx, *GetKernelTable(cs.level));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const Agreement a = Compare(model.config(), *out, *fx, cs.T);
+  PrintAgreement(cs, "mxfp4", a);
+  if (cs.T <= 3) {
+    EXPECT_LE(a.e_logits, kMxfp4ActTol * a.scale);
+  }
+  EXPECT_LE(a.kld, kMxfp4Kld);
+  EXPECT_GE(a.top1, cs.T * kMxfp4Top1Rate);
+  EXPECT_GE(a.same, a.total * kMxfp4AgreeRate);
+  EXPECT_GE(a.r_same, a.r_total * kMxfp4AgreeRate);
+}
+
+std::vector<Case> Cases(std::vector<std::string> ckpts) {
   std::vector<Case> v;
-  for (const char* ck : {"tiny", "tiny-glm52"}) {
-    for (int64_t T : {3, 17, 40, 130}) v.push_back({ck, T});
+  for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
+    if (GetKernelTable(l) == nullptr) continue;  // not compiled, or this CPU lacks it
+    for (const std::string& ck : ckpts) {
+      for (int64_t T : {3, 17, 40, 130}) v.push_back({ck, T, l});
+    }
   }
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureTest, ::testing::ValuesIn(AllCases()),
-                         [](const auto& info) {
-                           std::string n = info.param.ckpt + "_" + std::to_string(info.param.T);
-                           for (char& ch : n) {
-                             if (ch == '-') ch = '_';
-                           }
-                           return n;
-                         });
+std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+  std::string n = info.param.ckpt + "_" + std::to_string(info.param.T) + "_" +
+                  KernelLevelName(info.param.level);
+  for (char& ch : n) {
+    if (ch == '-') ch = '_';
+  }
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureTest, ::testing::ValuesIn(Cases({"tiny", "tiny-glm52"})),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(Fixtures, Mxfp4FixtureTest, ::testing::ValuesIn(Cases({"tiny-mxfp4"})),
+                         CaseName);
 
 }  // namespace
 }  // namespace mx

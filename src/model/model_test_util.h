@@ -110,4 +110,48 @@ std::vector<R> RunSharded(const std::string& dir, int size, bool ep,
   return runs;
 }
 
+// How far a forward is from a fixture when choices may flip (bf16 activations, MXFP4
+// weights): the largest logit error and scale, mean KL divergence from the reference's
+// next-token distribution, top-1 agreement, and the share of indexer top-k and router entries
+// that agree.
+struct Agreement {
+  double e_logits = 0, scale = 0, kld = 0;
+  int64_t top1 = 0, same = 0, total = 0, r_same = 0, r_total = 0;
+};
+
+inline Agreement Compare(const ModelConfig& c, const ForwardOutput& out, const SafetensorsFile& fx,
+                         int64_t T) {
+  const int64_t L = c.num_hidden_layers, K = c.index_topk, V = c.vocab_size;
+  Agreement a;
+  const std::vector<float> want = F32(fx, "logits");
+  for (int64_t r = 0; r < T; ++r) {
+    const float* p = want.data() + r * V;
+    const float* q = out.logits.data() + r * V;
+    for (int64_t v = 0; v < V; ++v) a.scale = std::max(a.scale, double{std::fabs(p[v])});
+    double mp = -1e30, mq = -1e30, zp = 0, zq = 0;
+    for (int64_t v = 0; v < V; ++v)
+      mp = std::max<double>(mp, p[v]), mq = std::max<double>(mq, q[v]);
+    for (int64_t v = 0; v < V; ++v) zp += std::exp(p[v] - mp), zq += std::exp(q[v] - mq);
+    for (int64_t v = 0; v < V; ++v) {
+      const double lp = p[v] - mp - std::log(zp), lq = q[v] - mq - std::log(zq);
+      a.kld += std::exp(lp) * (lp - lq);
+    }
+    a.top1 += ArgMax(p, V) == ArgMax(q, V);
+  }
+  a.kld /= static_cast<double>(T);
+  const std::vector<int32_t> topk = I32(fx, "indexer_topk");
+  for (int64_t l = 0; l < L; ++l) {
+    for (int64_t i = 0; i < T * K; ++i) a.same += out.topk[l][i] == topk[l * T * K + i], ++a.total;
+  }
+  for (int64_t l = 0; l < L; ++l) {
+    if (!c.is_moe_layer(l)) continue;
+    const std::vector<int32_t> e = I32(fx, "router_experts." + std::to_string(l));
+    for (size_t i = 0; i < e.size(); ++i) {
+      a.r_same += out.router.at(l).experts[i] == e[i], ++a.r_total;
+    }
+  }
+  a.e_logits = MaxAbsDiff(out.logits, want);
+  return a;
+}
+
 }  // namespace mx

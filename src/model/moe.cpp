@@ -32,12 +32,6 @@ std::string MoeExpertDtype(const ModelWeights& w) {
   return "";
 }
 
-Result<MoeTuning> ResolveModelMoeTuning(const ModelConfig& c, const ModelWeights& w,
-                                        KernelLevel level, const std::string& user_dir) {
-  const std::string dtype = MoeExpertDtype(w);
-  return ResolveMoeTuning(MoeShapeOf(c), dtype, KernelLevelName(level), user_dir, !dtype.empty());
-}
-
 namespace {
 
 struct Route {
@@ -109,9 +103,7 @@ void MoeBlock(const LayerContext& ctx, const MoeWeights& w, const float* m, floa
   for (int64_t e = 0; e < E; ++e) {
     if (w.experts[e].gate_proj.empty()) by_expert[e] = {};
   }
-  const MoeKernelConfig cfg =
-      ctx.opts.moe_tuning != nullptr ? ctx.opts.moe_tuning->For(T) : DefaultMoeConfig();
-  MoeExperts(ctx.kt, ctx.pool, w, m, T, by_expert, cfg, out);
+  MoeExperts(ctx.kt, ctx.pool, w, m, T, by_expert, ctx.opts.moe, out);
   if (trace != nullptr) {
     trace->experts.resize(T * k);
     trace->weights.resize(T * k);

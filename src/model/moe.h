@@ -12,7 +12,7 @@
 
 #include "model/forward_batch.h"
 #include "model/layer_context.h"
-#include "model/moe_tuning.h"
+#include "model/moe_config.h"
 #include "model/weights.h"
 
 namespace mx {
@@ -22,8 +22,7 @@ void SwiGluMlp(const KernelTable& kt, ThreadPool& pool, const MlpWeights& w, con
                int64_t rows, float* out, GemmTiling t = {});
 
 // m [T, D] → out [T, D]. `trace`, when not null, receives each row's experts (ascending) and
-// weights, [T, k]. The expert part runs with ctx.opts.moe_tuning's config for T rows (the
-// default without one).
+// weights, [T, k]. The expert part runs as ctx.opts.moe says.
 void MoeBlock(const LayerContext& ctx, const MoeWeights& w, const float* m, float* out,
               RouterChoice* trace);
 
@@ -43,9 +42,5 @@ void MoeExperts(const KernelTable& kt, ThreadPool& pool, const MoeWeights& w, co
 
 // "bf16", "mxfp4" or "f32": the routed experts' weight format; "" for a model without MoE layers.
 std::string MoeExpertDtype(const ModelWeights& w);
-
-// ResolveMoeTuning for a loaded model on kernel level `level` (its shape, its experts' dtype).
-Result<MoeTuning> ResolveModelMoeTuning(const ModelConfig& c, const ModelWeights& w,
-                                        KernelLevel level, const std::string& user_dir);
 
 }  // namespace mx

@@ -1,4 +1,4 @@
-// The expert half of the MoE block under a MoeKernelConfig (see moe.h, moe_tuning.h).
+// The expert half of the MoE block under a MoeKernelConfig (see moe.h, moe_config.h).
 //
 // Every active expert (ascending), then the shared expert over all rows, becomes one or more
 // jobs (token_tile splits an expert's rows); a job's rows are gathered into X [R, D], its gate /

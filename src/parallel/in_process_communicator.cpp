@@ -191,6 +191,10 @@ Communicator& InProcessGroup::rank(int r) {
   return *ranks_[r];
 }
 
+int InProcessGroup::ranks_waiting() const {
+  return state_->arrived.load(std::memory_order_acquire);
+}
+
 void InProcessGroup::Abort(const std::string& reason) {
   {
     std::lock_guard<std::mutex> l(state_->mu);

@@ -34,6 +34,10 @@ class InProcessGroup {
   // `reason` (for a rank that died, so the others do not wait for it forever).
   void Abort(const std::string& reason);
 
+  // How many ranks have reached the rendezvous that is not yet complete (tests order an action
+  // after ranks are inside a collective by waiting for this, not for time).
+  int ranks_waiting() const;
+
   struct State;
 
  private:

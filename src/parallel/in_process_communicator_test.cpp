@@ -214,7 +214,8 @@ TEST(InProcessCommunicator, AbortFreesBlockedRanks) {
       got[r] = group.rank(r).AllReduceSum(v);
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Abort once both ranks are inside the all-reduce, waiting for rank 2.
+  while (group.ranks_waiting() < 2) std::this_thread::yield();
   group.Abort("rank 2 died");
   for (auto& t : threads) t.join();
   for (const Status& s : got) {

@@ -81,45 +81,50 @@ void ChoiceOutput::Parse(std::string text, bool final, ChoiceDelta& d) {
   }
 }
 
-void ChoiceOutput::Route(std::string text, bool final, ChoiceDelta& d) {
-  if (max_stop_ == 0) return Parse(std::move(text), final, d);
-  held_ += text;
-  // The earliest stop string in what is held.
-  size_t best = std::string::npos;
-  const std::string* which = nullptr;
-  for (const auto& s : opts_.stop) {
-    size_t p = held_.find(s);
-    if (p != std::string::npos && p < best) {
-      best = p;
-      which = &s;
-    }
+void ChoiceOutput::Hold(const std::string& piece, bool visible) {
+  held_ += piece;
+  held_visible_.append(piece.size(), visible ? 1 : 0);
+}
+
+void ChoiceOutput::Release(size_t n, bool final, ChoiceDelta& d) {
+  std::string emit;
+  emit.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (held_visible_[i]) emit += held_[i];
   }
-  if (which != nullptr) {
-    std::string emit = held_.substr(0, best);
-    held_.clear();
-    d.matched_stop = *which;
-    stopped_by_text_ = true;
-    return Parse(std::move(emit), /*final=*/true, d);
-  }
-  if (final) {
-    std::string emit = std::move(held_);
-    held_.clear();
-    return Parse(std::move(emit), true, d);
-  }
-  // Keep the last max_stop-1 bytes: they may begin a stop string.
+  held_.erase(0, n);
+  held_visible_.erase(0, n);
+  Parse(std::move(emit), final, d);
+}
+
+void ChoiceOutput::ReleaseSafe(ChoiceDelta& d) {
+  // The engine reports a stop string on the token that completes it, and a match starts at
+  // most max_stop - 1 bytes before that token's text: keep those back until the next chunk.
   size_t keep_from = held_.size() > max_stop_ - 1 ? held_.size() - (max_stop_ - 1) : 0;
   keep_from = Utf8Boundary(held_, keep_from);
-  std::string emit = held_.substr(0, keep_from);
-  held_.erase(0, keep_from);
-  Parse(std::move(emit), false, d);
+  if (keep_from > 0) Release(keep_from, /*final=*/false, d);
+}
+
+void ChoiceOutput::ReleaseFinal(const GenerationChunk& chunk, ChoiceDelta& d) {
+  if (!chunk.matched_stop.empty()) {
+    // The engine's trim counts the bytes its detokenizer still held back, which ours holds
+    // too (same tokens): those are dropped unread, the rest is cut from what is held.
+    const size_t pending = detok_.pending_bytes();
+    const size_t trim = static_cast<size_t>(std::max(chunk.stop_trim_bytes, 0));
+    const size_t cut = std::min(held_.size(), trim > pending ? trim - pending : 0);
+    held_.resize(held_.size() - cut);
+    held_visible_.resize(held_.size());
+  } else {
+    Hold(detok_.Finish(), true);
+  }
+  Release(held_.size(), /*final=*/true, d);
 }
 
 ChoiceDelta ChoiceOutput::Push(const GenerationChunk& chunk) {
   ChoiceDelta d;
   if (finished_) return d;
   const bool last = chunk.finish != FinishReason::kNone;
-  std::string text;
-  for (size_t i = 0; i < chunk.tokens.size() && !stopped_by_text_; ++i) {
+  for (size_t i = 0; i < chunk.tokens.size(); ++i) {
     const int32_t id = chunk.tokens[i];
     ++completion_tokens_;
     d.token_ids.push_back(id);
@@ -132,36 +137,35 @@ ChoiceDelta ChoiceOutput::Push(const GenerationChunk& chunk) {
         last && i + 1 == chunk.tokens.size() && chunk.finish == FinishReason::kStop &&
         chunk.matched_stop_token.has_value() && *chunk.matched_stop_token == id;
     if (is_stop_token) continue;
-    if (opts_.skip_special_tokens && tokenizer_.IsSpecial(id) &&
-        !IsParserMarker(tokenizer_.TokenText(id))) {
-      continue;
-    }
+    // Every other token is decoded, as the engine's stop matcher decodes it, so that its
+    // trim counts the same bytes; a skipped special token's text is held but never shown.
     std::string piece = detok_.Push(id);
-    if (!piece.empty()) {
-      text += piece;
-      // A stop string seen mid-chunk ends the choice at this token.
-      if (max_stop_ > 0) {
-        Route(std::move(text), false, d);
-        text.clear();
-      }
+    const bool hidden = opts_.skip_special_tokens && tokenizer_.IsSpecial(id) &&
+                        !IsParserMarker(tokenizer_.TokenText(id));
+    if (hidden) {
+      // Only the token's own text is hidden, not a pending character it flushed.
+      const std::string_view own = tokenizer_.TokenText(id);
+      const size_t lead = piece.ends_with(own) ? piece.size() - own.size() : 0;
+      Hold(piece.substr(0, lead), true);
+      Hold(piece.substr(lead), false);
+    } else {
+      Hold(piece, true);
     }
   }
-  if (stopped_by_text_) {
+  if (last) {
+    ReleaseFinal(chunk, d);
     finished_ = true;
-    d.finish_reason = "stop";
-  } else if (last) {
-    text += detok_.Finish();
-    Route(std::move(text), /*final=*/true, d);
-    finished_ = true;
-    if (stopped_by_text_ || chunk.finish == FinishReason::kStop) {
+    if (chunk.finish == FinishReason::kStop) {
       d.finish_reason = "stop";
     } else {
       d.finish_reason = chunk.finish == FinishReason::kLength ? "length" : "abort";
     }
-    if (d.matched_stop.empty()) d.matched_stop = chunk.matched_stop;
+    d.matched_stop = chunk.matched_stop;
     d.matched_stop_token = chunk.matched_stop_token;
-  } else if (!text.empty()) {
-    Route(std::move(text), false, d);
+  } else if (max_stop_ > 0) {
+    ReleaseSafe(d);
+  } else {
+    Release(held_.size(), /*final=*/false, d);
   }
   if (finished_ && *d.finish_reason == "stop" && tools_ &&
       (!total_.tool_calls.empty() || !d.tool_calls.empty())) {

@@ -1,5 +1,5 @@
-// One choice's output pipeline: engine token chunks -> streaming detokenizer -> stop-string
-// filter -> reasoning split -> tool-call parse -> deltas. A streaming response sends the
+// One choice's output pipeline: engine token chunks -> streaming detokenizer -> the engine's
+// stop-string trim -> reasoning split -> tool-call parse -> deltas. A streaming response sends the
 // deltas as they come; a non-streaming response is the sum of the same deltas, so the two
 // agree by construction.
 //
@@ -67,19 +67,23 @@ class ChoiceOutput {
   ChoiceOutput(const tok::Tokenizer& tokenizer, ChoiceOptions options);
 
   // Feeds one engine chunk. After the delta with a finish_reason, the choice is finished and
-  // further chunks are ignored. A stop string found in the text finishes the choice with
-  // "stop" even before the engine does (the caller then aborts the engine request).
+  // further chunks are ignored. Stop strings are the engine's decision (its stop matcher
+  // reports the string and the bytes to trim on the last chunk); this only holds back the
+  // text a stop string could still begin with, and trims what the engine says.
   ChoiceDelta Push(const GenerationChunk& chunk);
   bool finished() const { return finished_; }
-  // True when the text matched a stop string that the engine has not reported yet.
-  bool stopped_by_text() const { return stopped_by_text_; }
 
   const ChoiceDelta& total() const { return total_; }
   int32_t completion_tokens() const { return completion_tokens_; }
 
  private:
-  // Text through stop filter, reasoning and tool parsers into `d`. `final` flushes.
-  void Route(std::string text, bool final, ChoiceDelta& d);
+  // Decoded text waits in held_ (with a shown / hidden flag per byte) until no stop string
+  // can cut it; Release passes the first n bytes' shown text to Parse.
+  void Hold(const std::string& piece, bool visible);
+  void Release(size_t n, bool final, ChoiceDelta& d);
+  void ReleaseSafe(ChoiceDelta& d);
+  void ReleaseFinal(const GenerationChunk& last, ChoiceDelta& d);
+  // Text through the reasoning and tool parsers into `d`. `final` flushes.
   void Parse(std::string text, bool final, ChoiceDelta& d);
 
   const tok::Tokenizer& tokenizer_;
@@ -87,10 +91,10 @@ class ChoiceOutput {
   tok::StreamingDetokenizer detok_;
   std::optional<ReasoningParser> reasoning_;
   std::optional<ToolCallParser> tools_;
-  std::string held_;  // text held back: it may start a stop string
+  std::string held_;          // decoded text not yet released: a stop string may cut it
+  std::string held_visible_;  // per byte of held_: 1 shown, 0 a skipped special token
   size_t max_stop_ = 0;
   bool finished_ = false;
-  bool stopped_by_text_ = false;
   int next_tool_index_ = 0;
   int32_t completion_tokens_ = 0;
   ChoiceDelta total_;

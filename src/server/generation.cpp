@@ -239,11 +239,6 @@ bool Pump(Server::Impl& impl, Job& job,
         c.final_info = *chunk;
         c.final_info.tokens.clear();
         mm.e2e.Observe(std::chrono::duration<double>(now - job.start).count());
-      } else if (c.out->finished()) {
-        // A stop string the engine has not matched: end it there.
-        job.model->engine->Abort(c.stream->id());
-        c.done = true;
-        mm.e2e.Observe(std::chrono::duration<double>(now - job.start).count());
       }
       if (d.has_text() || d.finish_reason || !d.token_ids.empty()) {
         if (!on_delta(c, d)) {

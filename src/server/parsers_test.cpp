@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "engine/stop_matcher.h"
 #include "server/choice_output.h"
 #include "server/reasoning_parser.h"
 #include "server/tool_call_parser.h"
@@ -107,20 +108,33 @@ class ChoiceOutputTest : public ::testing::Test {
   static void TearDownTestSuite() { delete tokenizer_; }
   static tok::Tokenizer* tokenizer_;
 
-  // Feeds `ids` in chunks of `per_chunk` tokens; the last chunk finishes with `finish`.
+  // Feeds `ids` in chunks of `per_chunk` tokens; the last chunk finishes with `finish`. With
+  // `o.stop`, the engine's own stop matcher decides where the output ends (as the scheduler
+  // does), unless `engine_stops` is false (the engine did not stop there, e.g. min_tokens).
   ChoiceDelta Run(const ChoiceOptions& o, const std::vector<int32_t>& ids, size_t per_chunk,
-                  FinishReason finish, std::optional<int32_t> stop_token = std::nullopt) {
+                  FinishReason finish, std::optional<int32_t> stop_token = std::nullopt,
+                  bool engine_stops = true) {
     ChoiceOutput out(*tokenizer_, o);
+    StopMatcher matcher(*tokenizer_, o.stop);
     ChoiceDelta sum;
-    for (size_t i = 0; i < ids.size() && !out.finished(); i += per_chunk) {
-      GenerationChunk c;
-      c.tokens.assign(ids.begin() + i, ids.begin() + std::min(ids.size(), i + per_chunk));
-      if (i + per_chunk >= ids.size()) {
+    GenerationChunk c;
+    for (size_t i = 0; i < ids.size() && !out.finished(); ++i) {
+      c.tokens.push_back(ids[i]);
+      std::optional<StopMatcher::Match> m = matcher.Push(ids[i]);
+      if (m && engine_stops) {
+        c.finish = FinishReason::kStop;
+        c.matched_stop = m->stop;
+        c.stop_trim_bytes = m->trim_bytes;
+      } else if (i + 1 == ids.size()) {
         c.finish = finish;
         c.matched_stop_token = stop_token;
       }
-      sum.Append(out.Push(c));
+      if (c.finish != FinishReason::kNone || c.tokens.size() == per_chunk) {
+        sum.Append(out.Push(c));
+        c = GenerationChunk();
+      }
     }
+    EXPECT_TRUE(out.finished());
     EXPECT_EQ(sum.content, out.total().content);
     return sum;
   }
@@ -159,6 +173,36 @@ TEST_F(ChoiceOutputTest, StopStringCutsTextAndFinishes) {
     EXPECT_EQ(d.finish_reason, "stop");
     EXPECT_EQ(d.matched_stop, "\n\n");
   }
+}
+
+// The engine decides stops: text that contains a stop string the engine did not stop at (it
+// matched before min_tokens) is shown whole, and the choice ends where the engine ended it.
+TEST_F(ChoiceOutputTest, StopStringTheEngineDidNotReportIsShown) {
+  const std::string text = "12+34=46\n\nQ: 1+1=2";
+  std::vector<int32_t> ids = tokenizer_->Encode(text);
+  ChoiceOptions o;
+  o.stop = {"\n\n"};
+  for (size_t per = 1; per <= 3; ++per) {
+    ChoiceDelta d = Run(o, ids, per, FinishReason::kLength, std::nullopt, /*engine_stops=*/false);
+    EXPECT_EQ(d.content, text) << per;
+    EXPECT_EQ(d.finish_reason, "length");
+    EXPECT_EQ(d.matched_stop, "");
+  }
+}
+
+// The engine's trim counts the bytes of skipped special tokens too (its matcher decodes every
+// token): a stop string right after one cuts exactly the stop string.
+TEST_F(ChoiceOutputTest, StopTrimCountsSkippedSpecialTokens) {
+  std::vector<int32_t> ids = tokenizer_->Encode("ab<|user|>cd<|user|>ef");
+  ChoiceOptions o;
+  o.stop = {"<|user|>ef"};
+  for (size_t per = 1; per <= 3; ++per) {
+    ChoiceDelta d = Run(o, ids, per, FinishReason::kLength);
+    EXPECT_EQ(d.content, "abcd") << per;
+    EXPECT_EQ(d.matched_stop, "<|user|>ef");
+  }
+  o.stop = {"d<|user|>e"};
+  EXPECT_EQ(Run(o, ids, 2, FinishReason::kLength).content, "abc");
 }
 
 TEST_F(ChoiceOutputTest, SpecialTokensSkippedButMarkersKept) {

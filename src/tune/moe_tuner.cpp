@@ -181,8 +181,9 @@ std::vector<MoeKernelConfig> EnumerateMoeCandidates(const MoeShape& shape, const
 
 double CheckTolerance(const std::string& dtype) { return dtype == "mxfp4" ? 2e-2 : 1e-4; }
 
-Result<MoeTuneTable> TuneMoe(const MoeTuneOptions& o, const KernelTable& kt, ThreadPool& pool,
-                             const std::function<void(const MoeTuneProgress&)>& progress) {
+namespace {
+
+Status CheckOptions(const MoeTuneOptions& o) {
   const MoeShape& s = o.shape;
   if (o.dtype != "bf16" && o.dtype != "mxfp4" && o.dtype != "f32") {
     return InvalidArgument("--dtype {}: expected mxfp4 or bf16", o.dtype);
@@ -200,6 +201,12 @@ Result<MoeTuneTable> TuneMoe(const MoeTuneOptions& o, const KernelTable& kt, Thr
   if (o.warmup < 0 || o.repeats < 1) {
     return InvalidArgument("--warmup must be >= 0 and --repeats >= 1");
   }
+  return Status::Ok();
+}
+
+// How many experts' weights the tune allocates (the representative subset, moe_tuner.h).
+Result<int64_t> SubsetSize(const MoeTuneOptions& o) {
+  const MoeShape& s = o.shape;
   const int64_t per = ExpertBytes(s, o.dtype);
   const int64_t budget = o.max_expert_bytes - s.n_shared * per;
   const int64_t S = std::min<int64_t>(s.n_experts, budget > 0 ? budget / per : 0);
@@ -210,36 +217,62 @@ Result<MoeTuneTable> TuneMoe(const MoeTuneOptions& o, const KernelTable& kt, Thr
         o.max_expert_bytes / double(1 << 30), std::max<int64_t>(S, 0), per / double(1 << 20),
         s.n_shared, std::min<int64_t>(s.n_experts, s.topk + 1));
   }
+  return S;
+}
 
-  // Weights: S physical experts, E routed views (e → e mod S), the shared expert.
-  Rng rng{o.seed};
+// The synthetic MoE a tune runs: S physical experts behind E routed views (e → e mod S), the
+// shared expert, activations for the largest bucket, and the scalar reference's output for the
+// first check rows (default config).
+struct Bench {
   std::vector<MlpWeights> physical;
-  physical.reserve(S);
-  for (int64_t e = 0; e < S; ++e) physical.push_back(RandomExpert(s, o.dtype, rng));
   MoeWeights w;
-  w.experts.reserve(s.n_experts);
-  for (int64_t e = 0; e < s.n_experts; ++e) w.experts.push_back(View(physical[e % S]));
-  w.has_shared = s.n_shared > 0;
-  if (w.has_shared) {
+  std::vector<float> x;        // [T_max, D]
+  int64_t check_rows = 0;      // Rc
+  std::vector<float> ref_out;  // [Rc, D]
+};
+
+void MakeBench(const MoeTuneOptions& o, int64_t S, GemmActivations activations, ThreadPool& pool,
+               Bench& b) {
+  const MoeShape& s = o.shape;
+  Rng rng{o.seed};
+  b.physical.reserve(S);
+  for (int64_t e = 0; e < S; ++e) b.physical.push_back(RandomExpert(s, o.dtype, rng));
+  b.w.experts.reserve(s.n_experts);
+  for (int64_t e = 0; e < s.n_experts; ++e) b.w.experts.push_back(View(b.physical[e % S]));
+  b.w.has_shared = s.n_shared > 0;
+  if (b.w.has_shared) {
     // n_shared experts act as one of width n_shared · F (how HF stores shared_experts).
     MoeShape sh = s;
     sh.moe_inter = s.moe_inter * s.n_shared;
-    w.shared_experts = RandomExpert(sh, o.dtype, rng);
+    b.w.shared_experts = RandomExpert(sh, o.dtype, rng);
   }
-  const int64_t T_max = o.tokens.back();
-  std::vector<float> x(T_max * s.model_dim);  // [T_max, D]
-  for (auto& v : x) v = rng.Normal();
-
-  // Reference: the scalar kernels (taking activations as kt does), default config, first
-  // check_rows tokens.
-  const int64_t Rc = std::min(o.check_rows, o.tokens.front());
+  b.x.resize(o.tokens.back() * s.model_dim);
+  for (auto& v : b.x) v = rng.Normal();
+  b.check_rows = std::min(o.check_rows, o.tokens.front());
   std::vector<ExpertRows> ref_routes(s.n_experts);
-  for (int64_t t = 0; t < Rc; ++t) RouteToken(s, o.seed, t, ref_routes);
-  std::vector<float> ref_out(Rc * s.model_dim);
-  MoeExperts(WithGemmActivations(*GetKernelTable(KernelLevel::kRef), kt.bf16_activations), pool, w,
-             x.data(), Rc, ref_routes, DefaultMoeConfig(), ref_out.data());
-  const double tol = CheckTolerance(o.dtype);
+  for (int64_t t = 0; t < b.check_rows; ++t) RouteToken(s, o.seed, t, ref_routes);
+  b.ref_out.resize(b.check_rows * s.model_dim);
+  // The scalar kernels take activations as the tuned table does.
+  MoeExperts(WithGemmActivations(*GetKernelTable(KernelLevel::kRef), activations), pool, b.w,
+             b.x.data(), b.check_rows, ref_routes, DefaultMoeConfig(), b.ref_out.data());
+}
 
+double WallClockUs(const std::function<void()>& run) {
+  const auto a = Clock::now();
+  run();
+  return std::chrono::duration<double, std::micro>(Clock::now() - a).count();
+}
+
+}  // namespace
+
+Result<MoeTuneTable> TuneMoe(const MoeTuneOptions& o, const KernelTable& kt, ThreadPool& pool,
+                             const std::function<void(const MoeTuneProgress&)>& progress) {
+  MX_RETURN_IF_ERROR(CheckOptions(o));
+  MX_ASSIGN_OR_RETURN(const int64_t S, SubsetSize(o));
+  const MoeShape& s = o.shape;
+  Bench bench;
+  MakeBench(o, S, kt.bf16_activations, pool, bench);
+  const double tol = CheckTolerance(o.dtype);
   std::vector<std::vector<MoeKernelConfig>> cands;
   double total_est = 0;
   for (int64_t T : o.tokens) {
@@ -269,8 +302,10 @@ Result<MoeTuneTable> TuneMoe(const MoeTuneOptions& o, const KernelTable& kt, Thr
     for (size_t ci = 0; ci < cands[bi].size(); ++ci) {
       const MoeKernelConfig& c = cands[bi][ci];
       float* y = ci == 0 ? base.data() : out.data();
-      MoeExperts(kt, pool, w, x.data(), T, routes, c, y);  // the check run (also a warm-up)
-      auto [dr, mr] = MaxDiff(y, ref_out.data(), Rc * s.model_dim);
+      auto run = [&] { MoeExperts(kt, pool, bench.w, bench.x.data(), T, routes, c, y); };
+      run();  // the check run (also a warm-up)
+      const int64_t Rc = bench.check_rows;
+      auto [dr, mr] = MaxDiff(y, bench.ref_out.data(), Rc * s.model_dim);
       auto [db, mb] = MaxDiff(y, base.data(), T * s.model_dim);
       if (!(dr <= tol * std::max(mr, 1e-30)) || !(db <= tol * std::max(mb, 1e-30))) {
         return Internal(
@@ -279,12 +314,10 @@ Result<MoeTuneTable> TuneMoe(const MoeTuneOptions& o, const KernelTable& kt, Thr
             "{:.0e} of the max",
             T, MoeConfigString(c), dr, mr, Rc, db, mb, tol);
       }
-      for (int i = 0; i < o.warmup; ++i) MoeExperts(kt, pool, w, x.data(), T, routes, c, y);
+      for (int i = 0; i < o.warmup; ++i) run();
       std::vector<double> us;
       for (int i = 0; i < o.repeats; ++i) {
-        const auto a = Clock::now();
-        MoeExperts(kt, pool, w, x.data(), T, routes, c, y);
-        us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
+        us.push_back(o.time_us ? o.time_us(c, T, run) : WallClockUs(run));
       }
       const double med = Median(us);
       if (ci == 0) b.default_us = med;

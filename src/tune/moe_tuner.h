@@ -1,6 +1,6 @@
 // `mxserve tune moe`: times every valid MoeKernelConfig for one MoE shape and weight dtype on
 // synthetic data, per tokens-per-step bucket, and returns the table the engine loads
-// (model/moe_tuning.h).
+// (tune/moe_tuning.h).
 //
 // Synthetic data: random weights (bf16 ~ N(0, 1/fan_in), or MXFP4 with random codes and E8M0
 // scales near 2^-4), activations ~ N(0, 1), and routing drawn per token as k distinct experts
@@ -28,7 +28,7 @@
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "kernels/kernels.h"
-#include "model/moe_tuning.h"
+#include "tune/moe_tuning.h"
 
 namespace mx::tune {
 
@@ -54,6 +54,10 @@ struct MoeTuneOptions {
   int64_t check_rows = 4;
   uint64_t seed = 1;
   std::string command;  // recorded in the file
+  // Times one run of a candidate: calls `run` (the candidate's MoE block, `tokens` rows) and
+  // returns microseconds. Null: the wall clock around run(). Tests inject a cost model here.
+  std::function<double(const MoeKernelConfig& c, int64_t tokens, const std::function<void()>& run)>
+      time_us;
 };
 
 struct MoeTuneProgress {

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 
 namespace mx::tune {
 namespace {
@@ -68,7 +70,6 @@ TEST(MoeTuner, TunesATinyShapeForBothDtypes) {
           EnumerateMoeCandidates(kTiny, dtype, SelectKernels().level, b.tokens, pool.size());
       EXPECT_EQ(b.candidates, static_cast<int64_t>(cands.size()));
       EXPECT_NE(std::find(cands.begin(), cands.end(), b.best), cands.end());
-      EXPECT_LE(b.best_us, b.default_us);
       EXPECT_GT(b.best_us, 0);
       total += b.candidates;
     }
@@ -78,6 +79,51 @@ TEST(MoeTuner, TunesATinyShapeForBothDtypes) {
     auto back = ParseMoeTuneTable(SerializeMoeTuneTable(*t), "t.json");
     ASSERT_TRUE(back.ok()) << back.status().ToString();
     EXPECT_EQ(back->buckets[2].best, t->buckets[2].best);
+  }
+}
+
+// The choice itself, against a cost model with a known answer: each candidate costs a fixed
+// amount per bucket (a different winner per bucket, never the default), with a slow outlier
+// run that only the median ignores. The table must name exactly the cheapest candidate, its
+// median cost and the default's.
+TEST(MoeTuner, PicksTheCheapestCandidateOfAKnownCostModel) {
+  ThreadPool pool(2);
+  MoeTuneOptions o;
+  o.shape = kTiny;
+  o.dtype = "bf16";
+  o.tokens = {1, 3, 70};
+  o.repeats = 3;
+  std::map<int64_t, std::vector<MoeKernelConfig>> cands;
+  for (int64_t T : o.tokens) {
+    cands[T] = EnumerateMoeCandidates(kTiny, "bf16", SelectKernels().level, T, pool.size());
+  }
+  // Cost of candidate i at bucket T: 100 + 7 * ((i + T) mod n), except the winner, which is
+  // the candidate at index (T mod (n - 1)) + 1, at 50. The winner is never the default (0).
+  auto cost = [&](int64_t T, size_t i) {
+    const size_t n = cands[T].size();
+    if (i == static_cast<size_t>(T) % (n - 1) + 1) return 50.0;
+    return 100.0 + 7.0 * static_cast<double>((i + T) % n);
+  };
+  std::map<std::pair<int64_t, size_t>, int> runs;
+  o.time_us = [&](const MoeKernelConfig& c, int64_t T, const std::function<void()>& run) {
+    run();
+    const auto& cs = cands.at(T);
+    const size_t i = std::find(cs.begin(), cs.end(), c) - cs.begin();
+    EXPECT_LT(i, cs.size());
+    // The first timed run of each candidate is 100x slower: a median of 3 ignores it.
+    return (runs[{T, i}]++ == 0 ? 100.0 : 1.0) * cost(T, i);
+  };
+  auto t = TuneMoe(o, SelectKernels(), pool, nullptr);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->buckets.size(), 3u);
+  for (const MoeTuneBucket& b : t->buckets) {
+    const auto& cs = cands[b.tokens];
+    ASSERT_GE(cs.size(), 2u);
+    const size_t want = static_cast<size_t>(b.tokens) % (cs.size() - 1) + 1;
+    EXPECT_EQ(b.best, cs[want]) << b.tokens;
+    EXPECT_EQ(b.best_us, 50.0) << b.tokens;
+    EXPECT_EQ(b.default_us, cost(b.tokens, 0)) << b.tokens;
+    for (size_t i = 0; i < cs.size(); ++i) EXPECT_EQ((runs[{b.tokens, i}]), o.repeats);
   }
 }
 

@@ -1,11 +1,12 @@
 // Tuned MoE config files: shape specs, round trip, malformed files rejected with file + field,
 // bucket choice, lookup order (shipped, then the user directory) and the one-time warning.
-#include "model/moe_tuning.h"
+#include "tune/moe_tuning.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -171,35 +172,26 @@ int Count(const std::string& s, const std::string& what) {
   return n;
 }
 
-TEST(MoeTuning, UntunedShapeWarnsExactlyOnceWithTheTuneCommand) {
+TEST(MoeTuning, UntunedShapeSaysOnceWithTheTuneCommand) {
   const MoeShape odd{136, 72, 6, 3, 1};  // no config anywhere
   LogCapture log;
-  for (int i = 0; i < 3; ++i) {
-    auto r = ResolveMoeTuning(odd, "bf16", "avx2", "/nonexistent/dir");
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    EXPECT_FALSE(r->tuned);
-    EXPECT_STREQ(r->state(), "default");
-    EXPECT_EQ(r->For(7), DefaultMoeConfig());
-    EXPECT_EQ(r->command,
-              "mxserve tune moe --shape model_dim=136,moe_inter=72,E=6,topk=3,shared=1 --dtype "
-              "bf16 --tokens 1,2,4,8,16,32,64,128,256,512 --output-dir /nonexistent/dir");
-  }
+  auto r = ResolveMoeTuning(odd, "bf16", "avx2", "/nonexistent/dir");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->tuned);
+  EXPECT_STREQ(r->state(), "default");
+  EXPECT_EQ(r->For(7), DefaultMoeConfig());
+  EXPECT_EQ(r->command,
+            "mxserve tune moe --shape model_dim=136,moe_inter=72,E=6,topk=3,shared=1 --dtype "
+            "bf16 --tokens 1,2,4,8,16,32,64,128,256,512 --output-dir /nonexistent/dir");
+  EXPECT_EQ(log.text(), "");  // looking up logs nothing; the loader says it once
+  LogMoeTuning(*r);
   const std::string text = log.text();
   EXPECT_EQ(Count(text, "warning "), 1) << text;
   EXPECT_EQ(Count(text, "no tuned config for bf16 model_dim=136,moe_inter=72,E=6,topk=3,shared=1"),
             1)
       << text;
+  EXPECT_EQ(Count(text, "not in configs/moe (built in) or /nonexistent/dir"), 1) << text;
   EXPECT_EQ(Count(text, "Tune it with: mxserve tune moe --shape model_dim=136"), 1) << text;
-  // Another dtype of the same shape is another missing config: its own single warning.
-  ASSERT_TRUE(ResolveMoeTuning(odd, "mxfp4", "avx2", "").ok());
-  ASSERT_TRUE(ResolveMoeTuning(odd, "mxfp4", "avx2", "").ok());
-  EXPECT_EQ(Count(log.text(), "warning "), 2) << log.text();
-  // Quiet lookups (inspect prints the state itself) never log.
-  const MoeShape quiet{200, 96, 7, 2, 1};
-  auto q = ResolveMoeTuning(quiet, "bf16", "avx2", "", true, /*log=*/false);
-  ASSERT_TRUE(q.ok());
-  EXPECT_FALSE(q->tuned);
-  EXPECT_EQ(Count(log.text(), "model_dim=200"), 0) << log.text();
 }
 
 TEST(MoeTuning, FindsAUserConfigAndRejectsAMismatchedOne) {
@@ -215,6 +207,11 @@ TEST(MoeTuning, FindsAUserConfigAndRejectsAMismatchedOne) {
   EXPECT_STREQ(r->state(), "tuned");
   EXPECT_EQ(r->file, path);
   EXPECT_EQ(r->For(8), t.buckets[1].best);
+  ForwardBatch eight;
+  eight.seqs.push_back({0, 0, std::vector<int32_t>(5, 1), {}});
+  eight.seqs.push_back({1, 9, std::vector<int32_t>(3, 1), {}});
+  EXPECT_EQ(r->For(eight), t.buckets[1].best);  // all rows of the forward
+  LogMoeTuning(*r);
   EXPECT_EQ(Count(log.text(), "warning "), 0);
   EXPECT_EQ(Count(log.text(), "MoE kernels: tuned config " + path), 1) << log.text();
 
@@ -242,17 +239,31 @@ TEST(MoeTuning, ModelWithoutMoeNeedsNoConfig) {
   EXPECT_EQ(log.text(), "");
 }
 
-// The configs committed under configs/moe/ parse and are found for the bundled model.
-TEST(MoeTuning, ShippedConfigsParse) {
-  int n = 0;
-  for (const auto& e : fs::directory_iterator(ShippedMoeConfigDir())) {
+// The binary carries exactly the configs committed under configs/moe/, they parse, and each is
+// found by its own name.
+TEST(MoeTuning, ShippedConfigsAreBuiltInAndParse) {
+  std::map<std::string, std::string> on_disk;
+  for (const auto& e : fs::directory_iterator(fs::path(MX_SOURCE_DIR) / "configs" / "moe")) {
     if (e.path().extension() != ".json") continue;
-    auto t = LoadMoeTuneTable(e.path().string());
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
-    EXPECT_EQ(MoeTuneFileName(t->dtype, t->shape, t->isa), e.path().filename().string());
-    ++n;
+    std::ifstream in(e.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    on_disk[e.path().filename().string()] = ss.str();
   }
-  EXPECT_GE(n, 1);
+  ASSERT_GE(on_disk.size(), 1u);
+  ASSERT_EQ(ShippedMoeConfigs().size(), on_disk.size());
+  for (const ShippedMoeConfig& f : ShippedMoeConfigs()) {
+    const std::string name(f.name);
+    ASSERT_TRUE(on_disk.count(name)) << name;
+    EXPECT_EQ(f.text, on_disk[name]) << name;
+    auto t = ParseMoeTuneTable(f.text, name);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    EXPECT_EQ(MoeTuneFileName(t->dtype, t->shape, t->isa), name);
+    auto r = ResolveMoeTuning(t->shape, t->dtype, t->isa, "");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(r->tuned);
+    EXPECT_EQ(r->file, std::string(kShippedMoeConfigs) + "/" + name);
+  }
 }
 
 }  // namespace

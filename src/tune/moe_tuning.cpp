@@ -1,11 +1,9 @@
 // Tuned MoE config files: names, parsing with file + field errors, lookup (see moe_tuning.h).
-#include "model/moe_tuning.h"
+#include "tune/moe_tuning.h"
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
-#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -22,13 +20,7 @@ using nlohmann::json;
 constexpr const char* kFormat = "mxserve-moe-tune";
 constexpr int64_t kVersion = 1;
 
-struct Split {
-  MoeSplit split;
-  const char* name;
-};
-constexpr Split kSplits[] = {{MoeSplit::kColumns, "columns"},
-                             {MoeSplit::kBatched, "batched"},
-                             {MoeSplit::kExperts, "experts"}};
+constexpr MoeSplit kSplits[] = {MoeSplit::kColumns, MoeSplit::kBatched, MoeSplit::kExperts};
 
 // Field access that names `path: field` in every error.
 class Fields {
@@ -85,9 +77,9 @@ Result<MoeKernelConfig> ParseConfig(const Fields& f) {
   MoeKernelConfig c;
   MX_ASSIGN_OR_RETURN(std::string split, f.String("split"));
   bool found = false;
-  for (const Split& s : kSplits) {
-    if (split == s.name) {
-      c.split = s.split;
+  for (MoeSplit s : kSplits) {
+    if (split == MoeSplitName(s)) {
+      c.split = s;
       found = true;
     }
   }
@@ -119,25 +111,6 @@ std::string Trim(std::string_view s) {
 }
 
 }  // namespace
-
-const char* MoeSplitName(MoeSplit s) {
-  for (const Split& x : kSplits) {
-    if (x.split == s) return x.name;
-  }
-  return "?";
-}
-
-std::string MoeConfigString(const MoeKernelConfig& c) {
-  return fmt::format("split={} fuse={} mr={} nb={} tt={}", MoeSplitName(c.split),
-                     c.fuse_gate_up ? 1 : 0, c.tiling.mr, c.tiling.nb, c.token_tile);
-}
-
-MoeKernelConfig DefaultMoeConfig() { return MoeKernelConfig{}; }
-
-MoeShape MoeShapeOf(const ModelConfig& c) {
-  return {c.hidden_size, c.moe_intermediate_size, c.n_routed_experts, c.num_experts_per_tok,
-          c.n_shared_experts};
-}
 
 std::string MoeShapeName(const MoeShape& s) {
   return fmt::format("d{}-f{}-e{}-k{}-s{}", s.model_dim, s.moe_inter, s.n_experts, s.topk,
@@ -214,6 +187,18 @@ const MoeKernelConfig& MoeTuneTable::For(int64_t rows) const {
     if (d < best_d - 1e-12) best = &b, best_d = d;
   }
   return best->best;
+}
+
+MoeKernelConfig MoeTuning::For(const ForwardBatch& b) const {
+  int64_t rows = 0;
+  for (const SequenceInput& q : b.seqs) rows += static_cast<int64_t>(q.tokens.size());
+  return For(rows);
+}
+
+MoeKernelConfig MoeTuning::For(const MtpBatch& b) const {
+  int64_t rows = 0;
+  for (const MtpSequenceInput& q : b.seqs) rows += static_cast<int64_t>(q.tokens.size());
+  return For(rows);
 }
 
 Result<MoeTuneTable> ParseMoeTuneTable(std::string_view text, const std::string& path) {
@@ -311,10 +296,6 @@ std::string SerializeMoeTuneTable(const MoeTuneTable& t) {
   return j.dump(2) + "\n";
 }
 
-std::string ShippedMoeConfigDir() {
-  return (std::filesystem::path(MX_SOURCE_DIR) / "configs" / "moe").string();
-}
-
 std::string MoeTuneCommand(const MoeShape& shape, const std::string& dtype,
                            const std::string& output_dir) {
   std::string cmd =
@@ -326,21 +307,17 @@ std::string MoeTuneCommand(const MoeShape& shape, const std::string& dtype,
 
 Result<MoeTuning> ResolveMoeTuning(const MoeShape& shape, const std::string& dtype,
                                    const std::string& isa, const std::string& user_dir,
-                                   bool has_moe, bool log) {
+                                   bool has_moe) {
   MoeTuning r;
   r.has_moe = has_moe;
   r.dtype = dtype;
   r.isa = isa;
   r.shape = shape;
   r.file = MoeTuneFileName(dtype, shape, isa);
+  r.searched = kShippedMoeConfigs;
+  if (!user_dir.empty()) r.searched += " or " + user_dir;
   if (!has_moe) return r;
-  std::vector<std::string> dirs = {ShippedMoeConfigDir()};
-  if (!user_dir.empty()) dirs.push_back(user_dir);
-  for (const std::string& dir : dirs) {
-    const std::string path = (std::filesystem::path(dir) / r.file).string();
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) continue;
-    MX_ASSIGN_OR_RETURN(MoeTuneTable t, LoadMoeTuneTable(path));
+  auto use = [&](MoeTuneTable t, const std::string& path) -> Result<MoeTuning> {
     if (!(t.shape == shape)) {
       return InvalidArgument("{}: shape: {} does not match the model's {}", path,
                              MoeShapeSpec(t.shape), MoeShapeSpec(shape));
@@ -355,26 +332,39 @@ Result<MoeTuning> ResolveMoeTuning(const MoeShape& shape, const std::string& dty
     r.tuned = true;
     r.file = path;
     r.table = std::move(t);
-    if (log) {
-      MX_LOG_INFO("MoE kernels: tuned config {} ({} buckets, {}..{} tokens, tuned on {} threads)",
-                  path, r.table.buckets.size(), r.table.buckets.front().tokens,
-                  r.table.buckets.back().tokens, r.table.threads);
-    }
     return r;
+  };
+  for (const ShippedMoeConfig& f : ShippedMoeConfigs()) {
+    if (f.name != r.file) continue;
+    const std::string path = fmt::format("{}/{}", kShippedMoeConfigs, f.name);
+    MX_ASSIGN_OR_RETURN(MoeTuneTable t, ParseMoeTuneTable(f.text, path));
+    return use(std::move(t), path);
+  }
+  if (!user_dir.empty()) {
+    const std::string path = (std::filesystem::path(user_dir) / r.file).string();
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) {
+      MX_ASSIGN_OR_RETURN(MoeTuneTable t, LoadMoeTuneTable(path));
+      return use(std::move(t), path);
+    }
   }
   r.command = MoeTuneCommand(shape, dtype, user_dir);
-  if (!log) return r;
-  static std::mutex mu;
-  static std::set<std::string> warned;  // one warning per (dtype, shape, isa) per process
-  std::lock_guard<std::mutex> lock(mu);
-  if (warned.insert(r.file).second) {
-    MX_LOG_WARN(
-        "MoE kernels: no tuned config for {} {} on {} ({} not in {}{}); running the untuned "
-        "default ({}). Tune it with: {}",
-        dtype, MoeShapeSpec(shape), isa, r.file, dirs[0], user_dir.empty() ? "" : " or " + user_dir,
-        MoeConfigString(DefaultMoeConfig()), r.command);
-  }
   return r;
+}
+
+void LogMoeTuning(const MoeTuning& m) {
+  if (!m.has_moe) return;
+  if (m.tuned) {
+    MX_LOG_INFO("MoE kernels: tuned config {} ({} buckets, {}..{} tokens, tuned on {} threads)",
+                m.file, m.table.buckets.size(), m.table.buckets.front().tokens,
+                m.table.buckets.back().tokens, m.table.threads);
+    return;
+  }
+  MX_LOG_WARN(
+      "MoE kernels: no tuned config for {} {} on {} ({} not in {}); running the untuned "
+      "default ({}). Tune it with: {}",
+      m.dtype, MoeShapeSpec(m.shape), m.isa, m.file, m.searched,
+      MoeConfigString(DefaultMoeConfig()), m.command);
 }
 
 }  // namespace mx
