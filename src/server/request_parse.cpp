@@ -347,32 +347,6 @@ std::optional<ApiError> ReadLogprobsCompletion(Fields& f, const RequestLimits& l
 
 }  // namespace
 
-int JsonNestingDepth(std::string_view text, int stop_above) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > stop_above) return deepest;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 std::optional<ApiError> ParseBody(const std::string& text, nlohmann::ordered_json* out,
                                   int max_depth) {
   // note: the scan comes first so that no nested value is ever built: copying or destroying

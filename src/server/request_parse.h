@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
 #include "engine/engine.h"
 #include "server/api_error.h"
 
@@ -70,8 +71,6 @@ std::optional<ApiError> ParseGenerateRequest(const nlohmann::ordered_json& body,
 std::optional<ApiError> ParseBody(const std::string& text, nlohmann::ordered_json* out,
                                   int max_depth);
 
-// The deepest nesting of arrays and objects in `text` (brackets inside strings do not count);
-// stops scanning, returning a value > stop_above, once it exceeds stop_above. Iterative.
-int JsonNestingDepth(std::string_view text, int stop_above);
+using mx::JsonNestingDepth;  // base/json_depth.h
 
 }  // namespace mx::server

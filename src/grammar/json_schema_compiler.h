@@ -1,0 +1,42 @@
+// JSON Schema (the draft 2020-12 subset OpenAI structured outputs and XGrammar accept) and
+// "any JSON object" -> grammar. Supported: type (one or a list), object with properties
+// (in the order given), required, additionalProperties (false; or true / a schema when there
+// are no properties), array with items, minItems, maxItems, string with enum, const,
+// pattern, format (date-time, date, time, uuid, email), minLength, maxLength, number and
+// integer with minimum, maximum, exclusiveMinimum, exclusiveMaximum, boolean, null, enum and
+// const of any value, anyOf, oneOf (as anyOf), allOf of one schema, $ref to "#..." JSON
+// pointers ($defs, definitions, recursion included). Annotations (title, description,
+// default, examples, ...) are ignored. Any other keyword is an Unimplemented error naming it
+// and where it is; nothing is silently dropped.
+//
+// Choices that make the language a subset of what the schema allows (output always validates;
+// not every valid document is reachable): properties come in schema order; an object with
+// properties and no additionalProperties allows no others (OpenAI strict); a pattern must
+// match the whole string; dates skip 29 February; numbers with bounds are written without an
+// exponent and, when fractional, with an integer part whose whole unit interval is in range.
+// Whitespace between tokens is at most JsonOptions::max_whitespace bytes; none at the ends.
+#pragma once
+
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "grammar/grammar.h"
+
+namespace mx::grammar {
+
+struct JsonOptions {
+  int32_t max_whitespace = 16;  // [ \t\n\r] bytes between two JSON tokens
+};
+
+// Parses `schema_text` (nesting checked first against limits.max_depth) and compiles it.
+Result<Grammar> JsonSchemaGrammar(std::string_view schema_text, const JsonOptions& opt = {},
+                                  const GrammarLimits& limits = {});
+// Any JSON object (response_format json_object).
+Result<Grammar> JsonObjectGrammar(const JsonOptions& opt = {}, const GrammarLimits& limits = {});
+
+// For grammars that embed a schema (tool calls): the element matching `schema`'s JSON.
+Status CompileJsonSchema(GrammarBuilder& b, const nlohmann::ordered_json& schema,
+                         const JsonOptions& opt, Elem* out);
+
+}  // namespace mx::grammar
