@@ -21,6 +21,9 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr int64_t kMaxIntBound = 1'000'000'000'000'000;  // |bounds| written digit by digit
+// Integer parts have at most 16 digits and exponents 2, so every number the grammar writes is
+// a finite double and an integer fits int64 (JSON parsers refuse or round larger ones).
+constexpr int32_t kMaxDigits = 16;
 
 // Formats as regexes over the string's content.
 const std::map<std::string, std::string, std::less<>> kFormats = {
@@ -370,13 +373,13 @@ class SchemaCompiler {
       const int64_t hi = (b && len == lb) ? *b : pow * 10 - 1;
       SameLen(Digits(lo), Digits(hi), prefix, out);
     }
-    if (!b) {  // more digits than a has: anything
+    if (!b && static_cast<int32_t>(la) < kMaxDigits) {  // more digits than a has: anything
       ByteClass nz, dg;
       nz.AddRange('1', '9');
       dg.AddRange('0', '9');
       Seq s = prefix;
       s.push_back(b_.Class(nz));
-      s.push_back(b_.Repeat({b_.Class(dg)}, static_cast<int32_t>(la), -1, "digits"));
+      s.push_back(b_.Repeat({b_.Class(dg)}, static_cast<int32_t>(la), kMaxDigits - 1, "digits"));
       out->push_back(std::move(s));
     }
   }
@@ -405,7 +408,7 @@ class SchemaCompiler {
     }
     *v = s[k].get<double>();
     if (!std::isfinite(**v) || std::fabs(**v) > static_cast<double>(kMaxIntBound)) {
-      Fail(Unimplemented("schema at '{}': {} beyond +-1e18 is not supported", path, k));
+      Fail(Unimplemented("schema at '{}': {} beyond +-1e15 is not supported", path, k));
       return false;
     }
     return true;
@@ -446,7 +449,7 @@ class SchemaCompiler {
         sign.Add('+');
         sign.Add('-');
         const Elem exp = b_.Alt({{}, {b_.Class(e), b_.Repeat({b_.Class(sign)}, 0, 1, "sign"),
-                                      b_.Repeat({b_.Class(dg)}, 1, -1, "exp")}},
+                                      b_.Repeat({b_.Class(dg)}, 1, 2, "exp")}},
                                 "exponent");
         const Elem fopt = b_.Alt({{}, frac}, "frac_opt");
         const Elem ip = b_.Alt(std::move(alts), "int");

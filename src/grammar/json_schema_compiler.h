@@ -13,7 +13,8 @@
 // not every valid document is reachable): properties come in schema order; an object with
 // properties and no additionalProperties allows no others (OpenAI strict); a pattern must
 // match the whole string; dates skip 29 February; numbers with bounds are written without an
-// exponent and, when fractional, with an integer part whose whole unit interval is in range.
+// exponent and, when fractional, with an integer part whose whole unit interval is in range;
+// integer parts have at most 16 digits and exponents at most 2 (finite doubles, int64 integers).
 // Whitespace between tokens is at most JsonOptions::max_whitespace bytes; none at the ends.
 #pragma once
 
