@@ -1,6 +1,8 @@
 // StackArena closure and the Matcher's history.
 #include "grammar/matcher.h"
 
+#include <algorithm>
+
 #include "base/check.h"
 
 namespace mx::grammar {
@@ -10,11 +12,48 @@ StackArena::StackArena(const Grammar& g) : g_(g) {
   nodes_.push_back({0, kCut});   // kCut
 }
 
+void StackArena::KeyMap::Rehash(size_t cap) {
+  std::vector<uint64_t> keys(cap);
+  std::vector<uint32_t> vals(cap), stamp(cap, 0);
+  keys.swap(keys_);
+  vals.swap(vals_);
+  stamp.swap(stamp_);
+  const uint32_t live = epoch_;
+  epoch_ = 1;
+  count_ = 0;
+  for (size_t i = 0; i < stamp.size(); ++i) {
+    if (stamp[i] == live) Insert(keys[i], vals[i]);
+  }
+}
+
+void StackArena::KeyMap::Clear() {
+  count_ = 0;
+  if (++epoch_ == 0) {  // wrapped: forget every stamp
+    std::fill(stamp_.begin(), stamp_.end(), 0);
+    epoch_ = 1;
+  }
+}
+
+std::pair<uint32_t*, bool> StackArena::KeyMap::Insert(uint64_t key, uint32_t v) {
+  if ((count_ + 1) * 2 > keys_.size()) Rehash(keys_.size() * 2);
+  const size_t mask = keys_.size() - 1;
+  for (size_t i = (key * 0x9E3779B97F4A7C15ull) >> 20 & mask;; i = (i + 1) & mask) {
+    if (stamp_[i] != epoch_) {
+      stamp_[i] = epoch_;
+      keys_[i] = key;
+      vals_[i] = v;
+      ++count_;
+      return {&vals_[i], true};
+    }
+    if (keys_[i] == key) return {&vals_[i], false};
+  }
+}
+
 uint32_t StackArena::Make(uint32_t pos, uint32_t below) {
   const uint64_t key = (uint64_t{pos} << 32) | below;
-  auto [it, fresh] = made_.try_emplace(key, static_cast<uint32_t>(nodes_.size()));
+  auto [slot, fresh] = seen_.Insert(key, static_cast<uint32_t>(nodes_.size()));
   if (fresh) nodes_.push_back({pos, below});
-  return it->second;
+  return *slot;
 }
 
 void StackArena::Close(State* out) {
@@ -32,16 +71,16 @@ void StackArena::Close(State* out) {
     const Elem& e = g_.elems[n.pos];
     const uint64_t key = (uint64_t{n.pos} << 32) | n.below;
     if (e.kind == Elem::kClass) {
-      if (seen_.insert(key | kTopTag).second) out->tops.push_back(Make(n.pos, n.below));
+      if (seen_.Insert(key | kTopTag, 0).second) out->tops.push_back(Make(n.pos, n.below));
     } else if (e.kind == Elem::kEnd) {
       if (n.below == kRoot) {
         out->can_end = true;
       } else if (n.below == kCut) {
         out->cut = true;
-      } else if (seen_.insert(uint64_t{n.below} | kPopTag).second) {
+      } else if (seen_.Insert(uint64_t{n.below} | kPopTag, 0).second) {
         work_.push_back(nodes_[n.below]);
       }
-    } else if (seen_.insert(key | kCallTag).second) {
+    } else if (seen_.Insert(key | kCallTag, 0).second) {
       // A reference: return to the next element, or straight to the caller when it ends the
       // alternative (a tail call).
       const uint32_t ret =
@@ -54,8 +93,7 @@ void StackArena::Close(State* out) {
 void StackArena::Begin(State* out) {
   out->tops.clear();  // keeps its capacity: states are reused step after step
   out->can_end = out->cut = out->overflow = false;
-  made_.clear();
-  seen_.clear();
+  seen_.Clear();
 }
 
 void StackArena::Start(uint32_t rule, uint32_t below, State* out) {

@@ -12,8 +12,6 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "grammar/grammar.h"
@@ -62,11 +60,28 @@ class StackArena {
   void Begin(State* out);  // clears out and the per-closure maps
   void Close(State* out);  // expands work_ into out
 
+  // uint64 key -> uint32 value, open addressing, cleared in O(1) by an epoch stamp: a closure
+  // runs per byte of every token the mask cache walks, so clearing must not cost the capacity.
+  class KeyMap {
+   public:
+    KeyMap() { Rehash(64); }
+    void Clear();
+    // The value slot of `key` and whether it was just inserted (with `v`).
+    std::pair<uint32_t*, bool> Insert(uint64_t key, uint32_t v);
+
+   private:
+    void Rehash(size_t cap);
+    std::vector<uint64_t> keys_;
+    std::vector<uint32_t> vals_, stamp_;
+    uint32_t epoch_ = 1;
+    size_t count_ = 0;
+  };
+
   const Grammar& g_;
   std::vector<Node> nodes_;
   std::vector<Node> work_;
-  std::unordered_map<uint64_t, uint32_t> made_;  // (pos, below) -> node, per closure
-  std::unordered_set<uint64_t> seen_;            // tagged keys already expanded, per closure
+  // Per closure: (pos, below) -> node made, and tagged keys already expanded.
+  KeyMap seen_;
 };
 
 class Matcher {
