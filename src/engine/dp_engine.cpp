@@ -229,6 +229,7 @@ class DpEngine final : public Engine {
 
   int64_t context_window() const override { return replicas_[0]->context_window(); }
   int64_t vocab_size() const override { return replicas_[0]->vocab_size(); }
+  std::vector<int32_t> eos_ids() const override { return replicas_[0]->eos_ids(); }
 
  private:
   std::vector<std::unique_ptr<Engine>> replicas_;

@@ -184,6 +184,7 @@ class EngineImpl final : public Engine {
 
   int64_t context_window() const override { return context_; }
   int64_t vocab_size() const override { return vocab_; }
+  std::vector<int32_t> eos_ids() const override { return sched_->eos_ids(); }
   KernelTuningInfo kernel_tuning() const override {
     KernelTuningInfo k;
     if (const MoeTuning* m = runner_->moe_tuning(); m != nullptr && m->has_moe) {

@@ -20,6 +20,9 @@
 namespace mx {
 
 class Communicator;  // parallel/communicator.h
+namespace grammar {
+class CompiledGrammar;  // grammar/token_mask.h
+}
 
 enum class FinishReason { kNone, kStop, kLength, kAbort };
 const char* FinishReasonName(FinishReason r);  // "stop", "length", "abort"
@@ -36,6 +39,11 @@ struct GenerationRequest {
   std::vector<int32_t> stop_token_ids;  // in addition to the model's EOS ids
   std::vector<std::string> stop;        // stop strings, matched across token boundaries
   int32_t top_logprobs = -1;            // -1: no logprobs; 0: sampled token only; n: top-n
+  // Structured output (engine/request_constraint.h): every token is drawn from what this
+  // grammar allows, and the request stops when the grammar is complete. With
+  // constraint_after_token >= 0 the grammar applies only after that token (GLM's </think>).
+  std::shared_ptr<const grammar::CompiledGrammar> constraint;
+  int32_t constraint_after_token = -1;
 };
 
 struct TokenLogprob {
@@ -177,6 +185,8 @@ class Engine {
   virtual int64_t context_window() const = 0;
   virtual int64_t vocab_size() const = 0;
   virtual KernelTuningInfo kernel_tuning() const { return {}; }
+  // The ids that end generation (config.json + generation_config.json); empty if unknown.
+  virtual std::vector<int32_t> eos_ids() const { return {}; }
   // Ok while the engine serves. Once its model runner reports itself broken (model_runner.h:
   // Unavailable or Aborted, e.g. a tensor-parallel peer rank died) the engine has failed for
   // good: every request it held has ended with that error, Submit returns this status, and

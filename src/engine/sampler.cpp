@@ -69,7 +69,8 @@ int32_t Sampler::Draw(const Candidates& c, int32_t exclude) {
   double r = u(rng_);
   int64_t last = -1;
   for (int64_t i = 0; i < n; ++i) {
-    if (c.ids[i] == exclude) continue;
+    // A masked token (p = 0) is never drawn, not even by rounding left over at the end.
+    if (c.ids[i] == exclude || c.p[i] == 0) continue;
     last = i;
     r -= c.p[i];
     if (r <= 0) return c.ids[i];

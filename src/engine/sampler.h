@@ -22,7 +22,7 @@ class Sampler {
  public:
   explicit Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
 
-  // REQUIRES: logits non-empty and finite.
+  // REQUIRES: logits non-empty, each finite or -inf (masked), not all -inf.
   int32_t Sample(std::span<const float> logits);
 
   // Speculative (rejection) sampling of a draft token that was proposed with probability 1

@@ -51,6 +51,7 @@ void Scheduler::Add(RequestId id, GenerationRequest req, std::shared_ptr<ChunkSi
     for (int32_t t : req.prompt) r->penalty.seen[t] = 1;
   }
   if (tokenizer_ != nullptr && !req.stop.empty()) r->stop.emplace(*tokenizer_, req.stop);
+  if (req.constraint) r->constraint.emplace(req.constraint, req.constraint_after_token);
   r->req = std::move(req);
   waiting_.push_back(std::move(r));
 }
@@ -220,11 +221,17 @@ int32_t Scheduler::SampleNext(Request& r, std::span<float> logits, int32_t draft
     MaskTokens(q.stop_token_ids, logits);
     if (!q.ignore_eos) MaskTokens(cfg_.eos_ids, logits);
   }
+  if (r.constraint) r.constraint->Mask(logits);
   return draft >= 0 ? r.sampler.SampleSpeculative(logits, draft) : r.sampler.Sample(logits);
 }
 
 bool Scheduler::AppendToken(Request& r, int32_t token, std::span<const float> logits) {
   const GenerationRequest& q = r.req;
+  if (r.constraint && !r.constraint->Accept(token)) {
+    Finish(r, FinishReason::kAbort,
+           Internal("request {}: token {} does not fit its output constraint", r.id, token));
+    return true;
+  }
   if (q.top_logprobs >= 0) {
     std::vector<TokenLogprob> top;
     const float lp = ComputeLogprob(logits, token, q.top_logprobs, &top);
@@ -254,6 +261,11 @@ bool Scheduler::AppendToken(Request& r, int32_t token, std::span<const float> lo
       Finish(r, FinishReason::kStop);
       return true;
     }
+  }
+  if (r.constraint && r.constraint->Terminated()) {  // complete (even with ignore_eos)
+    r.pending.matched_stop_token = token;
+    Finish(r, FinishReason::kStop);
+    return true;
   }
   if (n_out >= q.max_tokens || static_cast<int64_t>(r.tokens.size()) >= cfg_.context_window) {
     Finish(r, FinishReason::kLength);

@@ -97,6 +97,7 @@ class Scheduler {
   // Pages a request of n tokens (prompt + max_tokens) needs at most.
   int64_t PagesFor(int64_t n_tokens) const;
   const PagePool& pool() const { return pool_; }
+  const std::vector<int32_t>& eos_ids() const { return cfg_.eos_ids; }  // immutable
   const RadixCache& radix() const { return radix_; }
   // Tests: the KV store (rows of running requests; sequence id = request id).
   PagedKvStore& kv_store() { return kv_; }

@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/request_constraint.h"
 #include "engine/scheduler.h"
 
 namespace mx {
@@ -26,6 +27,7 @@ struct Scheduler::Request {
   std::optional<StopMatcher> stop;
   GenerationChunk pending;
   std::vector<int32_t> drafts;  // speculative: d_1..d_n to verify after tokens.back()
+  std::optional<RequestConstraint> constraint;  // structured output
 
   explicit Request(const SamplingParams& p) : sampler(p) {}
   int32_t n_output() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }

@@ -15,6 +15,7 @@
 #include <random>
 
 #include "base/thread_pool.h"
+#include "engine/arith_prompts_test_util.h"
 #include "engine/engine.h"
 #include "engine/engine_factory.h"
 #include "engine/engine_test_util.h"
@@ -41,30 +42,6 @@ constexpr bool kSanitized = false;
 const std::string kTiny = std::string(MX_TEST_DATA_DIR) + "/tiny";
 const std::string kTinyGlm52 = std::string(MX_TEST_DATA_DIR) + "/tiny-glm52";
 const std::string kBundled = std::string(MX_SOURCE_DIR) + "/models/glm-moe-dsa-arith-6m";
-
-// Chat-formatted held-out arithmetic problems for the bundled model (its own template).
-std::vector<std::vector<int32_t>> ArithPrompts(int n) {
-  auto tc = LoadTokenizerChatConfig(kBundled);
-  EXPECT_TRUE(tc.ok()) << tc.status().ToString();
-  auto tmpl = ChatTemplate::Parse(tc->chat_template);
-  EXPECT_TRUE(tmpl.ok()) << tmpl.status().ToString();
-  auto tok = tok::Tokenizer::FromFile(kBundled + "/tokenizer.json");
-  EXPECT_TRUE(tok.ok()) << tok.status().ToString();
-  std::ifstream f(std::string(MX_TEST_DATA_DIR) + "/arith/heldout.jsonl");
-  std::vector<std::vector<int32_t>> out;
-  std::string line;
-  while (static_cast<int>(out.size()) < n && std::getline(f, line)) {
-    const auto j = nlohmann::json::parse(line);
-    ChatRequest req;
-    req.messages.push_back({{"role", "user"}, {"content", j["question"].get<std::string>()}});
-    req.kwargs["enable_thinking"] = false;
-    auto text = tmpl->Render(MakeChatContext(req));
-    EXPECT_TRUE(text.ok()) << text.status().ToString();
-    out.push_back(tok->Encode(*text));
-  }
-  EXPECT_EQ(static_cast<int>(out.size()), n);
-  return out;
-}
 
 std::vector<std::vector<int32_t>> RandomPrompts(int n, int64_t vocab, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -8,11 +8,16 @@ namespace mx::grammar {
 
 const char* ConstraintKindName(ConstraintKind k) {
   switch (k) {
-    case ConstraintKind::kJsonSchema: return "json_schema";
-    case ConstraintKind::kJsonObject: return "json_object";
-    case ConstraintKind::kRegex: return "regex";
-    case ConstraintKind::kChoice: return "choice";
-    case ConstraintKind::kEbnf: return "ebnf";
+    case ConstraintKind::kJsonSchema:
+      return "json_schema";
+    case ConstraintKind::kJsonObject:
+      return "json_object";
+    case ConstraintKind::kRegex:
+      return "regex";
+    case ConstraintKind::kChoice:
+      return "choice";
+    case ConstraintKind::kEbnf:
+      return "ebnf";
   }
   return "?";
 }
@@ -33,10 +38,14 @@ std::string ConstraintSpec::Key() const {
 Result<Grammar> CompileConstraint(const ConstraintSpec& spec, const JsonOptions& json,
                                   const GrammarLimits& limits) {
   switch (spec.kind) {
-    case ConstraintKind::kJsonSchema: return JsonSchemaGrammar(spec.text, json, limits);
-    case ConstraintKind::kJsonObject: return JsonObjectGrammar(json, limits);
-    case ConstraintKind::kRegex: return RegexGrammar(spec.text, limits);
-    case ConstraintKind::kEbnf: return EbnfGrammar(spec.text, limits);
+    case ConstraintKind::kJsonSchema:
+      return JsonSchemaGrammar(spec.text, json, limits);
+    case ConstraintKind::kJsonObject:
+      return JsonObjectGrammar(json, limits);
+    case ConstraintKind::kRegex:
+      return RegexGrammar(spec.text, limits);
+    case ConstraintKind::kEbnf:
+      return EbnfGrammar(spec.text, limits);
     case ConstraintKind::kChoice: {
       if (spec.choices.empty()) return InvalidArgument("a choice list must not be empty");
       GrammarBuilder b(limits);

@@ -30,7 +30,8 @@ class EbnfParser {
       SkipSpace();
       if (!name.empty() && t_.substr(i_, 3) == "::=") {
         i_ += 3;
-        if (names_.count(name) != 0) return Err(at, fmt::format("rule '{}' is defined twice", name));
+        if (names_.count(name) != 0)
+          return Err(at, fmt::format("rule '{}' is defined twice", name));
         names_[name] = b_.NewRule(name);
         heads.push_back({name, i_});
         continue;
@@ -149,7 +150,8 @@ class EbnfParser {
     auto num = [&](int32_t* v) {
       const size_t s = i_;
       int64_t x = 0;
-      while (!AtBodyEnd() && t_[i_] >= '0' && t_[i_] <= '9' && i_ - s < 9) x = x * 10 + (t_[i_++] - '0');
+      while (!AtBodyEnd() && t_[i_] >= '0' && t_[i_] <= '9' && i_ - s < 9)
+        x = x * 10 + (t_[i_++] - '0');
       *v = static_cast<int32_t>(x);
       return i_ > s;
     };
@@ -226,14 +228,30 @@ class EbnfParser {
       if (AtBodyEnd()) return Fail(at, "a string is not closed");
       const char e = t_[i_++];
       switch (e) {
-        case 'n': bytes.push_back('\n'); break;
-        case 't': bytes.push_back('\t'); break;
-        case 'r': bytes.push_back('\r'); break;
-        case '\\': bytes.push_back('\\'); break;
-        case '"': bytes.push_back('"'); break;
-        case '\'': bytes.push_back('\''); break;
-        case '[': bytes.push_back('['); break;
-        case ']': bytes.push_back(']'); break;
+        case 'n':
+          bytes.push_back('\n');
+          break;
+        case 't':
+          bytes.push_back('\t');
+          break;
+        case 'r':
+          bytes.push_back('\r');
+          break;
+        case '\\':
+          bytes.push_back('\\');
+          break;
+        case '"':
+          bytes.push_back('"');
+          break;
+        case '\'':
+          bytes.push_back('\'');
+          break;
+        case '[':
+          bytes.push_back('[');
+          break;
+        case ']':
+          bytes.push_back(']');
+          break;
         case 'x':
         case 'u':
         case 'U': {
@@ -254,7 +272,8 @@ class EbnfParser {
           AppendUtf8(v, &bytes);
           break;
         }
-        default: return Fail(at, fmt::format("unknown escape '\\{}'", e));
+        default:
+          return Fail(at, fmt::format("unknown escape '\\{}'", e));
       }
     }
     b_.AppendLiteral(bytes, out);

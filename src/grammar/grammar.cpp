@@ -58,8 +58,8 @@ void GrammarBuilder::AddAlt(uint32_t rule, Seq seq) {
   if (!status_.ok()) return;
   n_elems_ += static_cast<int64_t>(seq.size()) + 1;
   if (n_elems_ > limits_.max_elements) {
-    Fail(ResourceExhausted("the grammar needs more than {} elements (limit)",
-                           limits_.max_elements));
+    Fail(
+        ResourceExhausted("the grammar needs more than {} elements (limit)", limits_.max_elements));
     return;
   }
   rules_[rule].push_back(std::move(seq));

@@ -134,12 +134,18 @@ std::string RandomRegex(std::mt19937_64& rng, int depth) {
   switch (pick) {
     case 0:
     case 1:
-    case 2: return atoms[rng() % 7];
-    case 3: return RandomRegex(rng, depth + 1) + RandomRegex(rng, depth + 1);
-    case 4: return "(" + RandomRegex(rng, depth + 1) + "|" + RandomRegex(rng, depth + 1) + ")";
-    case 5: return "(?:" + RandomRegex(rng, depth + 1) + ")*";
-    case 6: return "(" + RandomRegex(rng, depth + 1) + ")?";
-    case 7: return "(?:" + RandomRegex(rng, depth + 1) + ")+";
+    case 2:
+      return atoms[rng() % 7];
+    case 3:
+      return RandomRegex(rng, depth + 1) + RandomRegex(rng, depth + 1);
+    case 4:
+      return "(" + RandomRegex(rng, depth + 1) + "|" + RandomRegex(rng, depth + 1) + ")";
+    case 5:
+      return "(?:" + RandomRegex(rng, depth + 1) + ")*";
+    case 6:
+      return "(" + RandomRegex(rng, depth + 1) + ")?";
+    case 7:
+      return "(?:" + RandomRegex(rng, depth + 1) + ")+";
     default: {
       const int lo = static_cast<int>(rng() % 3);
       return "(" + RandomRegex(rng, depth + 1) + "){" + std::to_string(lo) + "," +
@@ -219,13 +225,23 @@ TEST(RegexCompiler, JsonStringModeEscapes) {
 }
 
 TEST(RegexCompiler, MalformedAndUnsupportedPatternsAreNamedErrors) {
-  const std::pair<const char*, const char*> cases[] = {
-      {"(ab", "')'"},         {"ab)", "')'"},          {"[abc", "'['"},
-      {"a**", "quantifier"},  {"*a", "quantifier"},    {"(a)\\1", "backreference"},
-      {"(?=a)", "lookaround"}, {"\\bword", "boundary"}, {"a{3,1}", "m < n"},
-      {"[z-a]", "range"},     {"a\\", "backslash"},    {"\xff", "UTF-8"},
-      {"[[:alpha:]]", "POSIX"}, {"a$b", "'$'"},        {"\\q", "\\q"},
-      {"\\x4", "hexadecimal"}, {"[^\\x00-\\x{10FFFF}]", "no character"}};
+  const std::pair<const char*, const char*> cases[] = {{"(ab", "')'"},
+                                                       {"ab)", "')'"},
+                                                       {"[abc", "'['"},
+                                                       {"a**", "quantifier"},
+                                                       {"*a", "quantifier"},
+                                                       {"(a)\\1", "backreference"},
+                                                       {"(?=a)", "lookaround"},
+                                                       {"\\bword", "boundary"},
+                                                       {"a{3,1}", "m < n"},
+                                                       {"[z-a]", "range"},
+                                                       {"a\\", "backslash"},
+                                                       {"\xff", "UTF-8"},
+                                                       {"[[:alpha:]]", "POSIX"},
+                                                       {"a$b", "'$'"},
+                                                       {"\\q", "\\q"},
+                                                       {"\\x4", "hexadecimal"},
+                                                       {"[^\\x00-\\x{10FFFF}]", "no character"}};
   for (auto [pat, want] : cases) {
     auto g = RegexGrammar(pat);
     ASSERT_FALSE(g.ok()) << pat;

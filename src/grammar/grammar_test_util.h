@@ -28,9 +28,8 @@ inline bool Matches(const std::shared_ptr<const Grammar>& g, std::string_view s)
 // p_prefer a step picks among the allowed bytes of `prefer` (when there are any): closing
 // bytes, so that walks through nested JSON end.
 inline std::optional<std::string> RandomWalk(const std::shared_ptr<const Grammar>& g,
-                                             std::mt19937_64& rng, size_t max_bytes,
-                                             double p_end, std::string_view prefer = {},
-                                             double p_prefer = 0) {
+                                             std::mt19937_64& rng, size_t max_bytes, double p_end,
+                                             std::string_view prefer = {}, double p_prefer = 0) {
   Matcher m(g);
   std::string out;
   std::uniform_real_distribution<double> u(0, 1);

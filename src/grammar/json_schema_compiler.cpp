@@ -29,7 +29,8 @@ constexpr int32_t kMaxDigits = 16;
 const std::map<std::string, std::string, std::less<>> kFormats = {
     {"date",
      R"([0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8])))"},
-    {"time", R"(([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))"},
+    {"time",
+     R"(([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))"},
     {"date-time",
      R"([0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))"},
     {"uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"},
@@ -38,16 +39,30 @@ const std::map<std::string, std::string, std::less<>> kFormats = {
 };
 
 const std::set<std::string, std::less<>> kAnnotations = {
-    "title",    "description", "$schema",   "$id",        "$comment", "default",
-    "examples", "deprecated",  "readOnly",  "writeOnly",  "$defs",    "definitions",
+    "title",    "description",      "$schema",        "$id",       "$comment", "default",
+    "examples", "deprecated",       "readOnly",       "writeOnly", "$defs",    "definitions",
     "$anchor",  "contentMediaType", "contentEncoding"};
-const std::set<std::string, std::less<>> kKeywords = {
-    "type",          "properties", "required",         "additionalProperties",
-    "items",         "minItems",   "maxItems",         "enum",
-    "const",         "pattern",    "format",           "minLength",
-    "maxLength",     "minimum",    "maximum",          "exclusiveMinimum",
-    "exclusiveMaximum", "anyOf",   "oneOf",            "allOf",
-    "$ref"};
+const std::set<std::string, std::less<>> kKeywords = {"type",
+                                                      "properties",
+                                                      "required",
+                                                      "additionalProperties",
+                                                      "items",
+                                                      "minItems",
+                                                      "maxItems",
+                                                      "enum",
+                                                      "const",
+                                                      "pattern",
+                                                      "format",
+                                                      "minLength",
+                                                      "maxLength",
+                                                      "minimum",
+                                                      "maximum",
+                                                      "exclusiveMinimum",
+                                                      "exclusiveMaximum",
+                                                      "anyOf",
+                                                      "oneOf",
+                                                      "allOf",
+                                                      "$ref"};
 
 std::string Digits(int64_t v) { return std::to_string(v); }
 
@@ -213,7 +228,8 @@ class SchemaCompiler {
   }
 
   Elem RefTo(const Json& ref, const std::string& path) {
-    if (!ref.is_string()) return Fail(InvalidArgument("schema at '{}': $ref must be a string", path));
+    if (!ref.is_string())
+      return Fail(InvalidArgument("schema at '{}': $ref must be a string", path));
     const std::string r = ref.get<std::string>();
     if (auto it = refs_.find(r); it != refs_.end()) return b_.Ref(it->second);
     if (r.empty() || r[0] != '#') {
@@ -249,7 +265,8 @@ class SchemaCompiler {
   // One character of a JSON string's content, raw or escaped (no lone surrogates).
   Elem JsonChar() {
     if (!jchar_) {
-      const Elem raw = CodepointSet(b_, {{0x20, '"' - 1}, {'"' + 1, '\\' - 1}, {'\\' + 1, kMaxCodepoint}});
+      const Elem raw =
+          CodepointSet(b_, {{0x20, '"' - 1}, {'"' + 1, '\\' - 1}, {'\\' + 1, kMaxCodepoint}});
       Seq esc = {b_.Byte('\\')};
       ByteClass simple;
       for (char x : std::string_view("\"\\/bfnrt")) simple.Add(static_cast<uint8_t>(x));
@@ -261,8 +278,8 @@ class SchemaCompiler {
       d.Add('D');
       hex07.AddRange('0', '7');
       const Elem h = b_.Class(hex);
-      const Elem u = b_.Alt({{b_.Class(hex_not_d), h, h, h}, {b_.Class(d), b_.Class(hex07), h, h}},
-                            "hex4");
+      const Elem u =
+          b_.Alt({{b_.Class(hex_not_d), h, h, h}, {b_.Class(d), b_.Class(hex07), h, h}}, "hex4");
       esc.push_back(b_.Alt({{b_.Class(simple)}, {b_.Byte('u'), u}}, "escape"));
       jchar_ = b_.Alt({{raw}, esc}, "jchar");
     }
@@ -274,7 +291,8 @@ class SchemaCompiler {
     const bool has_len = s.contains("minLength") || s.contains("maxLength");
     std::optional<std::string> pattern;
     if (s.contains("format")) {
-      if (!s["format"].is_string()) return Fail(InvalidArgument("schema at '{}': bad format", path));
+      if (!s["format"].is_string())
+        return Fail(InvalidArgument("schema at '{}': bad format", path));
       auto it = kFormats.find(s["format"].get<std::string>());
       if (it == kFormats.end()) {
         return Fail(Unimplemented("schema at '{}': format '{}' is not supported", path,
@@ -286,12 +304,14 @@ class SchemaCompiler {
       }
     }
     if (s.contains("pattern")) {
-      if (!s["pattern"].is_string()) return Fail(InvalidArgument("schema at '{}': bad pattern", path));
+      if (!s["pattern"].is_string())
+        return Fail(InvalidArgument("schema at '{}': bad pattern", path));
       pattern = s["pattern"].get<std::string>();
     }
     if (pattern) {
       if (has_len) {
-        return Fail(Unimplemented("schema at '{}': pattern or format with minLength/maxLength", path));
+        return Fail(
+            Unimplemented("schema at '{}': pattern or format with minLength/maxLength", path));
       }
       Seq seq = {q};
       const Status rs = CompileRegex(b_, *pattern, {.json_string = true}, &seq);
@@ -448,8 +468,9 @@ class SchemaCompiler {
         e.Add('E');
         sign.Add('+');
         sign.Add('-');
-        const Elem exp = b_.Alt({{}, {b_.Class(e), b_.Repeat({b_.Class(sign)}, 0, 1, "sign"),
-                                      b_.Repeat({b_.Class(dg)}, 1, 2, "exp")}},
+        const Elem exp = b_.Alt({{},
+                                 {b_.Class(e), b_.Repeat({b_.Class(sign)}, 0, 1, "sign"),
+                                  b_.Repeat({b_.Class(dg)}, 1, 2, "exp")}},
                                 "exponent");
         const Elem fopt = b_.Alt({{}, frac}, "frac_opt");
         const Elem ip = b_.Alt(std::move(alts), "int");
@@ -485,8 +506,9 @@ class SchemaCompiler {
     member.insert(member.end(), colon.begin(), colon.end());
     member.push_back(value);
     const Elem list = b_.SeparatedList(member, Punct(','), 1, -1, "members");
-    return b_.Alt({{b_.Byte('{'), Ws(), b_.Byte('}')}, {b_.Byte('{'), Ws(), list, Ws(), b_.Byte('}')}},
-                  "object");
+    return b_.Alt(
+        {{b_.Byte('{'), Ws(), b_.Byte('}')}, {b_.Byte('{'), Ws(), list, Ws(), b_.Byte('}')}},
+        "object");
   }
 
   Elem Object(const Json& s, int depth, const std::string& path) {
@@ -561,11 +583,12 @@ class SchemaCompiler {
   }
 
   Elem Array(const Json& s, int depth, const std::string& path) {
-    const Elem item = s.contains("items") ? Compile(s["items"], depth + 1, path + "/items")
-                                          : AnyValue();
+    const Elem item =
+        s.contains("items") ? Compile(s["items"], depth + 1, path + "/items") : AnyValue();
     int32_t lo = 0, hi = -1;
     if (!Count(s, "minItems", &lo, path) || !Count(s, "maxItems", &hi, path)) return Nothing();
-    if (hi >= 0 && hi < lo) return Fail(InvalidArgument("schema at '{}': maxItems < minItems", path));
+    if (hi >= 0 && hi < lo)
+      return Fail(InvalidArgument("schema at '{}': maxItems < minItems", path));
     std::vector<Seq> alts;
     if (lo == 0) alts.push_back({b_.Byte('['), Ws(), b_.Byte(']')});
     if (hi != 0) {

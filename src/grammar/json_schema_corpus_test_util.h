@@ -74,12 +74,12 @@ class SchemaGenerator {
   nlohmann::ordered_json Next() {
     nlohmann::ordered_json s = Gen(0);
     if (Coin(0.15)) {  // a recursive definition
-      nlohmann::ordered_json node = {{"type", "object"},
-                                     {"properties",
-                                      {{"v", Gen(2)},
-                                       {"next", {{"anyOf", {{{"type", "null"}},
-                                                            {{"$ref", "#/$defs/node"}}}}}}}},
-                                     {"required", {"v", "next"}}};
+      nlohmann::ordered_json node = {
+          {"type", "object"},
+          {"properties",
+           {{"v", Gen(2)},
+            {"next", {{"anyOf", {{{"type", "null"}}, {{"$ref", "#/$defs/node"}}}}}}}},
+          {"required", {"v", "next"}}};
       s = {{"$defs", {{"node", node}}}, {"$ref", "#/$defs/node"}};
     }
     return s;
@@ -89,7 +89,8 @@ class SchemaGenerator {
   bool Coin(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
   int Int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   std::string Name() {
-    static const char* kNames[] = {"id", "name", "value", "items", "ok", "x", "y", "déjà", "a b", "q\"t"};
+    static const char* kNames[] = {"id", "name", "value", "items", "ok",
+                                   "x",  "y",    "déjà",  "a b",   "q\"t"};
     return kNames[Int(0, 9)];
   }
 
@@ -102,8 +103,12 @@ class SchemaGenerator {
         const int f = Int(0, 6);
         if (f == 1) s["maxLength"] = Int(0, 6);
         if (f == 2) s["minLength"] = Int(1, 3), s["maxLength"] = Int(3, 8);
-        if (f == 3) s["format"] = std::vector<std::string>{"date", "date-time", "uuid", "email", "time"}[Int(0, 4)];
-        if (f == 4) s["pattern"] = std::vector<std::string>{"^[a-f0-9]{4}$", "x+y?", "(ab|cd){1,3}", "[^\"\\\\]{2}", "\\w\\s\\d"}[Int(0, 4)];
+        if (f == 3)
+          s["format"] =
+              std::vector<std::string>{"date", "date-time", "uuid", "email", "time"}[Int(0, 4)];
+        if (f == 4)
+          s["pattern"] = std::vector<std::string>{"^[a-f0-9]{4}$", "x+y?", "(ab|cd){1,3}",
+                                                  "[^\"\\\\]{2}", "\\w\\s\\d"}[Int(0, 4)];
         if (f == 5) s["enum"] = {"alpha", "beta", "gamma\n"};
         if (f == 6) s["maxLength"] = 4;
         return s;
@@ -111,23 +116,29 @@ class SchemaGenerator {
       case 1: {
         s = {{"type", "integer"}};
         if (Coin(0.5)) s["minimum"] = Int(-50, 50);
-        if (Coin(0.5)) s["maximum"] = s.contains("minimum") ? s["minimum"].get<int>() + Int(0, 500) : Int(-50, 5000);
+        if (Coin(0.5))
+          s["maximum"] =
+              s.contains("minimum") ? s["minimum"].get<int>() + Int(0, 500) : Int(-50, 5000);
         if (Coin(0.2)) s["exclusiveMinimum"] = Int(-60, -51);
         return s;
       }
       case 2: {
         s = {{"type", "number"}};
         if (Coin(0.5)) s["minimum"] = Int(-100, 100) / 4.0;
-        if (Coin(0.5)) s["maximum"] = (s.contains("minimum") ? s["minimum"].get<double>() : 0.0) + Int(1, 400) / 4.0;
+        if (Coin(0.5))
+          s["maximum"] =
+              (s.contains("minimum") ? s["minimum"].get<double>() : 0.0) + Int(1, 400) / 4.0;
         return s;
       }
-      case 3: return {{"type", Coin(0.5) ? "boolean" : "null"}};
+      case 3:
+        return {{"type", Coin(0.5) ? "boolean" : "null"}};
       case 4: {
         s = {{"enum", {1, "two", nullptr, false, 3.5}}};
         if (Coin(0.3)) s = {{"const", {{"k", Int(0, 9)}}}};
         return s;
       }
-      case 5: return {{"type", nlohmann::ordered_json::array({"integer", "null"})}};
+      case 5:
+        return {{"type", nlohmann::ordered_json::array({"integer", "null"})}};
       case 6:
       case 7: {
         s = {{"type", "object"}};
@@ -157,7 +168,8 @@ class SchemaGenerator {
         nlohmann::ordered_json a = {{"type", "string"}, {"maxLength", 3}};
         nlohmann::ordered_json b = Gen(depth + 1);
         if (b.contains("type") && b["type"] == "string") b = {{"type", "boolean"}};
-        if (b.contains("enum") || b.contains("const") || !b.contains("type")) b = {{"type", "null"}};
+        if (b.contains("enum") || b.contains("const") || !b.contains("type"))
+          b = {{"type", "null"}};
         if (b["type"].is_array()) b = {{"type", "integer"}};
         return {{Coin(0.5) ? "anyOf" : "oneOf", {a, b}}};
       }

@@ -111,7 +111,8 @@ class RegexParser {
     auto number = [&](int64_t* v) {
       const size_t s = j;
       *v = 0;
-      while (j < p_.size() && p_[j] >= '0' && p_[j] <= '9' && j - s < 9) *v = *v * 10 + (p_[j++] - '0');
+      while (j < p_.size() && p_[j] >= '0' && p_[j] <= '9' && j - s < 9)
+        *v = *v * 10 + (p_[j++] - '0');
       return j > s;
     };
     int64_t lo = 0, hi = 0;
@@ -206,30 +207,44 @@ class RegexParser {
       return {{v, v}};
     };
     switch (e) {
-      case 'd': return kDigit;
-      case 'D': return Complement(kDigit);
-      case 'w': return kWord;
-      case 'W': return Complement(kWord);
-      case 's': return kSpace;
-      case 'S': return Complement(kSpace);
-      case 'n': return {{'\n', '\n'}};
-      case 't': return {{'\t', '\t'}};
-      case 'r': return {{'\r', '\r'}};
-      case 'f': return {{'\f', '\f'}};
-      case 'v': return {{'\v', '\v'}};
-      case '0': return {{0, 0}};
+      case 'd':
+        return kDigit;
+      case 'D':
+        return Complement(kDigit);
+      case 'w':
+        return kWord;
+      case 'W':
+        return Complement(kWord);
+      case 's':
+        return kSpace;
+      case 'S':
+        return Complement(kSpace);
+      case 'n':
+        return {{'\n', '\n'}};
+      case 't':
+        return {{'\t', '\t'}};
+      case 'r':
+        return {{'\r', '\r'}};
+      case 'f':
+        return {{'\f', '\f'}};
+      case 'v':
+        return {{'\v', '\v'}};
+      case '0':
+        return {{0, 0}};
       case 'x':
         if (!AtEnd() && p_[i_] == '{') {
           ++i_;
           return hex(0, true);
         }
         return hex(2, false);
-      case 'u': return hex(4, false);
+      case 'u':
+        return hex(4, false);
       case 'b':
         if (in_class) return {{'\b', '\b'}};
         Unsupported("a word boundary \\b");
         return {};
-      default: break;
+      default:
+        break;
     }
     if (e >= '1' && e <= '9') {
       Unsupported("a backreference");
@@ -313,7 +328,8 @@ Elem CharSetElem(GrammarBuilder& b, const CodepointRanges& r, bool json_string) 
     for (uint32_t c = lo; c <= hi && c < 0x20; ++c) {
       static constexpr const char* kShort[] = {"b", "t", "n", nullptr, "f", "r"};
       const char* s = c >= 8 && c <= 13 ? kShort[c - 8] : nullptr;
-      alts.push_back(b.Literal(s != nullptr ? fmt::format("\\{}", s) : fmt::format("\\u{:04x}", c)));
+      alts.push_back(
+          b.Literal(s != nullptr ? fmt::format("\\{}", s) : fmt::format("\\u{:04x}", c)));
     }
     if (lo <= '"' && '"' <= hi) alts.push_back(b.Literal("\\\""));
     if (lo <= '\\' && '\\' <= hi) alts.push_back(b.Literal("\\\\"));

@@ -23,8 +23,7 @@ struct RegexOptions {
 };
 
 // The elements matching `pattern`, appended to *out. Errors name the offset.
-Status CompileRegex(GrammarBuilder& b, std::string_view pattern, const RegexOptions& opt,
-                    Seq* out);
+Status CompileRegex(GrammarBuilder& b, std::string_view pattern, const RegexOptions& opt, Seq* out);
 
 // A whole grammar whose language is `pattern`.
 Result<Grammar> RegexGrammar(std::string_view pattern, const GrammarLimits& limits = {});

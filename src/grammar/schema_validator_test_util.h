@@ -116,7 +116,8 @@ class SchemaValidator {
       const Json& t = s["type"];
       bool ok = false;
       if (t.is_string()) ok = TypeIs(v, t.get<std::string>());
-      for (const Json& x : t.is_array() ? t : Json::array()) ok = ok || TypeIs(v, x.get<std::string>());
+      for (const Json& x : t.is_array() ? t : Json::array())
+        ok = ok || TypeIs(v, x.get<std::string>());
       if (!ok) return "type " + t.dump() + " vs " + v.dump();
     }
     if (s.contains("const") && !(v == s["const"])) return "const";
@@ -136,10 +137,13 @@ class SchemaValidator {
     }
     if (v.is_string()) {
       const std::string& str = v.get_ref<const std::string&>();
-      if (s.contains("minLength") && CodePoints(str) < s["minLength"].get<size_t>()) return "minLength";
-      if (s.contains("maxLength") && CodePoints(str) > s["maxLength"].get<size_t>()) return "maxLength";
+      if (s.contains("minLength") && CodePoints(str) < s["minLength"].get<size_t>())
+        return "minLength";
+      if (s.contains("maxLength") && CodePoints(str) > s["maxLength"].get<size_t>())
+        return "maxLength";
       if (s.contains("pattern") &&
-          !std::regex_search(str, std::regex(s["pattern"].get<std::string>(), std::regex::ECMAScript))) {
+          !std::regex_search(str,
+                             std::regex(s["pattern"].get<std::string>(), std::regex::ECMAScript))) {
         return "pattern";
       }
       if (s.contains("format") && !Format(s["format"].get<std::string>(), str)) return "format";
@@ -148,8 +152,10 @@ class SchemaValidator {
       const double x = v.get<double>();
       if (s.contains("minimum") && x < s["minimum"].get<double>()) return "minimum";
       if (s.contains("maximum") && x > s["maximum"].get<double>()) return "maximum";
-      if (s.contains("exclusiveMinimum") && x <= s["exclusiveMinimum"].get<double>()) return "exclusiveMinimum";
-      if (s.contains("exclusiveMaximum") && x >= s["exclusiveMaximum"].get<double>()) return "exclusiveMaximum";
+      if (s.contains("exclusiveMinimum") && x <= s["exclusiveMinimum"].get<double>())
+        return "exclusiveMinimum";
+      if (s.contains("exclusiveMaximum") && x >= s["exclusiveMaximum"].get<double>())
+        return "exclusiveMaximum";
     }
     if (v.is_array()) {
       if (s.contains("minItems") && v.size() < s["minItems"].get<size_t>()) return "minItems";

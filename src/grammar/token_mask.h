@@ -111,6 +111,7 @@ class TokenMatcher {
   void Rollback(int n_tokens);
   bool CanEnd() const { return m_.CanEnd(); }
   bool Terminated() const { return terminated_; }
+  const VocabIndex& vocab() const { return cg_->vocab(); }
   // No byte can follow: only EOS remains.
   bool Complete() const { return m_.Complete(); }
 

@@ -53,10 +53,11 @@ std::shared_ptr<const VocabIndex> SyntheticVocab(int n, uint64_t seed) {
     if (!s.empty() && seen.insert(s).second) toks.push_back(std::move(s));
   };
   for (int b = 0; b < 256; ++b) add(std::string(1, static_cast<char>(b)));
-  for (const char* p : {"\",", "\"}", "\":", "\":\"", "},{\"", "\"]", "],", "{\"", "[{", "}]",
-                        ": ", ", \"", "true", "false", "null", "\\n", "\\\"", "\\u00", "é", "€",
-                        "\xe2\x82", "\xf0\x9f", "\xf0\x9f\x98", "\x98\x80", "-0", "00", ".5e",
-                        "\"\"", " }", "\n  \""}) {
+  for (const char* p :
+       {"\",",  "\"}",   "\":", "\":\"", "},{\"",    "\"]",      "],",           "{\"",
+        "[{",   "}]",    ": ",  ", \"",  "true",     "false",    "null",         "\\n",
+        "\\\"", "\\u00", "é",   "€",     "\xe2\x82", "\xf0\x9f", "\xf0\x9f\x98", "\x98\x80",
+        "-0",   "00",    ".5e", "\"\"",  " }",       "\n  \""}) {
     add(p);
   }
   const std::string alpha = "abcdefghijklmnopqrstuvwxyz0123456789 \"{}[],:.-_\\\n";
@@ -93,20 +94,23 @@ std::vector<ConstraintSpec> Specs(int n_random) {
     specs.push_back({ConstraintKind::kJsonSchema, s, {}});
   }
   testing::SchemaGenerator gen(7);
-  for (int i = 0; i < n_random; ++i) specs.push_back({ConstraintKind::kJsonSchema, gen.Next().dump(), {}});
+  for (int i = 0; i < n_random; ++i)
+    specs.push_back({ConstraintKind::kJsonSchema, gen.Next().dump(), {}});
   specs.push_back({ConstraintKind::kJsonObject, "", {}});
   specs.push_back({ConstraintKind::kRegex, R"(\d{1,3}(\.\d+)? (apples|pears)[.!]?)", {}});
   specs.push_back({ConstraintKind::kRegex, "[^\"]{0,4}é+", {}});
   specs.push_back({ConstraintKind::kChoice, "", {"positive", "negative", "neutral", "né"}});
   specs.push_back({ConstraintKind::kEbnf,
-                   "root ::= item (\", \" item)*\nitem ::= [a-z]+ \"=\" [0-9]{1,3}", {}});
+                   "root ::= item (\", \" item)*\nitem ::= [a-z]+ \"=\" [0-9]{1,3}",
+                   {}});
   return specs;
 }
 
 // Random token walks: at every step the cached mask must equal the brute-force mask, and a
 // rollback must give back the same mask.
-void CheckMasks(const std::shared_ptr<const VocabIndex>& vocab, const std::vector<ConstraintSpec>& specs,
-                int walks, uint64_t seed, const std::set<int32_t>& never) {
+void CheckMasks(const std::shared_ptr<const VocabIndex>& vocab,
+                const std::vector<ConstraintSpec>& specs, int walks, uint64_t seed,
+                const std::set<int32_t>& never) {
   std::mt19937_64 rng(seed);
   GrammarCache cache(vocab);
   int64_t steps = 0;
@@ -216,8 +220,8 @@ TEST(TokenMask, TokenizerEncodingsOfValidDocumentsAreAllowed) {
 // Decoding as an engine would: logits, the mask applied, a draw. Random logits, and
 // adversarial ones that put every disallowed token far above the allowed ones. A small bonus
 // on closing bytes and EOS keeps walks short.
-std::optional<std::string> Decode(const std::shared_ptr<const CompiledGrammar>& cg, bool adversarial,
-                                  std::mt19937_64& rng) {
+std::optional<std::string> Decode(const std::shared_ptr<const CompiledGrammar>& cg,
+                                  bool adversarial, std::mt19937_64& rng) {
   const VocabIndex& v = cg->vocab();
   TokenMatcher tm(cg);
   TokenBitmask m;
@@ -247,7 +251,9 @@ std::optional<std::string> Decode(const std::shared_ptr<const CompiledGrammar>& 
         r -= std::exp(static_cast<double>(logits[id]));
         if (r <= 0) pick = id;
       }
-      if (pick < 0) pick = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      if (pick < 0)
+        pick =
+            static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     }
     EXPECT_FALSE(std::isinf(logits[pick]));
     if (!tm.AcceptToken(pick)) {
@@ -277,7 +283,8 @@ TEST(TokenMask, RandomAndAdversarialLogitsGiveValidDocuments) {
       ++runs;
       auto out = Decode(*cg, adversarial, rng);
       if (!out) {
-        if (getenv("MX_DEBUG_GRAMMAR")) fprintf(stderr, "unfinished %d: %s\n", adversarial, s.c_str());
+        if (getenv("MX_DEBUG_GRAMMAR"))
+          fprintf(stderr, "unfinished %d: %s\n", adversarial, s.c_str());
         continue;
       }
       ++finished;
@@ -287,7 +294,8 @@ TEST(TokenMask, RandomAndAdversarialLogitsGiveValidDocuments) {
     }
   }
   EXPECT_GT(finished, runs * 2 / 3);
-  EXPECT_EQ(cache.misses(), static_cast<int64_t>(std::set<std::string>(corpus.begin(), corpus.end()).size()));
+  EXPECT_EQ(cache.misses(),
+            static_cast<int64_t>(std::set<std::string>(corpus.begin(), corpus.end()).size()));
 }
 
 TEST(TokenMask, CacheSharesCompiledGrammarsAndReportsErrors) {

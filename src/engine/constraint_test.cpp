@@ -1,0 +1,244 @@
+// Structured output through the engine: the bundled model under a JSON schema (plain and
+// speculative, batched, sampled), and a fake model whose favourite token is almost never
+// allowed (adversarial): outputs parse and validate, EOS ends complete outputs even with
+// ignore_eos, the grammar waits for its start token, aborts release constrained requests.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include "engine/arith_prompts_test_util.h"
+#include "engine/engine.h"
+#include "engine/engine_factory.h"
+#include "engine/engine_test_util.h"
+#include "grammar/constraint.h"
+#include "grammar/vocab_tokenizer.h"
+
+namespace mx::constraint_test {
+namespace {
+
+using Json = nlohmann::ordered_json;
+constexpr char kAnswerSchema[] =
+    R"({"type":"object","properties":{"answer":{"type":"integer"}},"required":["answer"]})";
+
+std::unique_ptr<Engine> MakeBundled(int spec_steps) {
+  EngineOptions o;
+  o.model_dir = kBundledModelDir;
+  o.threads = 1;
+  o.page_size = 4;
+  o.max_total_tokens = 8192;
+  o.chunked_prefill_size = 32;  // prompts arrive in chunks
+  if (spec_steps > 0) {
+    o.speculative_algorithm = "MTP";
+    o.speculative_num_steps = spec_steps;
+  }
+  auto e = CreateEngine(o);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return e.ok() ? std::move(*e) : nullptr;
+}
+
+struct Outputs {
+  std::vector<std::string> texts;
+  std::vector<FinishReason> finish;
+  std::vector<std::vector<int32_t>> tokens;
+};
+
+Outputs RunAll(Engine& e, const tok::Tokenizer& tok, const std::vector<std::vector<int32_t>>& prompts,
+            const std::shared_ptr<const grammar::CompiledGrammar>& g, float temperature) {
+  std::vector<std::unique_ptr<RequestStream>> streams;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    GenerationRequest r;
+    r.prompt = prompts[i];
+    r.max_tokens = 120;
+    r.sampling.temperature = temperature;
+    r.sampling.seed = 100 + i;
+    r.constraint = g;
+    auto s = e.Submit(r);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (s.ok()) streams.push_back(std::move(*s));
+  }
+  Outputs out;
+  for (auto& s : streams) {
+    StreamResult r = Drain(*s);
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_TRUE(r.last.error.ok()) << r.last.error.ToString();
+    std::vector<int32_t> body = r.tokens;
+    if (!body.empty() && r.last.matched_stop_token) body.pop_back();  // the EOS
+    out.texts.push_back(tok.Decode(body));
+    out.finish.push_back(r.last.finish);
+    out.tokens.push_back(r.tokens);
+  }
+  return out;
+}
+
+TEST(Constraint, BundledModelAnswersInTheSchemaPlainAndSpeculative) {
+  std::vector<std::string> answers;
+  const auto prompts = ArithPrompts(12, &answers);
+  auto tok = tok::Tokenizer::FromFile(kBundledModelDir + "/tokenizer.json");
+  ASSERT_TRUE(tok.ok());
+  std::vector<std::vector<int32_t>> greedy;
+  for (int steps : {0, 3}) {
+    auto e = MakeBundled(steps);
+    ASSERT_NE(e, nullptr);
+    grammar::GrammarCache cache(
+        grammar::VocabFromTokenizer(*tok, e->eos_ids(), static_cast<int32_t>(e->vocab_size())));
+    auto g = cache.Get({grammar::ConstraintKind::kJsonSchema, kAnswerSchema, {}});
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    for (float temp : {0.0f, 1.0f}) {
+      // Twice: the second round hits the radix cache.
+      for (int round = 0; round < 2; ++round) {
+        const Outputs o = RunAll(*e, *tok, prompts, *g, temp);
+        int correct = 0;
+        for (size_t i = 0; i < o.texts.size(); ++i) {
+          EXPECT_EQ(o.finish[i], FinishReason::kStop) << o.texts[i];
+          const Json j = Json::parse(o.texts[i], nullptr, false);
+          ASSERT_TRUE(j.is_object() && j.size() == 1 && j["answer"].is_number_integer())
+              << "steps " << steps << " temp " << temp << ": '" << o.texts[i] << "'";
+          correct += j["answer"].dump() == answers[i];
+        }
+        if (temp == 0 && round == 0) {
+          std::printf("[ constrained ] spec steps %d: %d / %zu answers correct\n", steps, correct,
+                      prompts.size());
+          if (steps == 0) greedy = o.tokens;
+          // Speculative greedy output is the plain greedy output, masks included.
+          if (steps > 0) EXPECT_EQ(o.tokens, greedy);
+        }
+      }
+    }
+  }
+}
+
+// A vocabulary for FakeRunner's ids: the bytes of JSON and a few multi-byte tokens.
+std::shared_ptr<const grammar::VocabIndex> FakeVocab(int32_t V, int32_t eos) {
+  const std::string alpha = "{}[]\":, 0123456789abcdefnrtulxyz-.";
+  std::vector<std::string> bytes(V);
+  std::mt19937 rng(3);
+  for (int32_t id = 0; id < V; ++id) {
+    if (id == eos) continue;
+    const int len = id < static_cast<int32_t>(alpha.size()) ? 1 : 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < len; ++k) {
+      bytes[id].push_back(len == 1 && id < static_cast<int32_t>(alpha.size()) ? alpha[id]
+                                                                               : alpha[rng() % alpha.size()]);
+    }
+  }
+  return std::make_shared<const grammar::VocabIndex>(bytes, std::vector<int32_t>{eos},
+                                                     std::vector<int32_t>{});
+}
+
+std::unique_ptr<Engine> MakeFake(int32_t eos) {
+  EngineOptions o;
+  o.page_size = 4;
+  o.max_total_tokens = 4096;
+  o.chunked_prefill_size = 8;
+  o.kv_cache_dtype = "f32";  // FakeRunner keeps its hash in a KV row
+  auto e = CreateEngineWithRunner(o, std::make_unique<FakeRunner>(TinyTestConfig()), std::nullopt,
+                                  {eos});
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return e.ok() ? std::move(*e) : nullptr;
+}
+
+std::string Text(const grammar::VocabIndex& v, const std::vector<int32_t>& ids, size_t from) {
+  std::string s;
+  for (size_t i = from; i < ids.size(); ++i) {
+    if (!v.IsEos(ids[i])) s += v.bytes(ids[i]);
+  }
+  return s;
+}
+
+TEST(Constraint, AdversarialFakeModelStaysInTheGrammar) {
+  const int32_t V = 320, eos = 319;
+  auto e = MakeFake(eos);
+  ASSERT_NE(e, nullptr);
+  auto vocab = FakeVocab(V, eos);
+  grammar::GrammarCache cache(vocab);
+  const std::string schema =
+      R"({"type":"object","properties":{"a":{"type":"array","items":{"type":"integer","minimum":0,"maximum":99},"maxItems":3},"b":{"enum":["x","yz"]}},"required":["a","b"]})";
+  auto g = cache.Get({grammar::ConstraintKind::kJsonSchema, schema, {}});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  std::mt19937 rng(4);
+  std::vector<std::unique_ptr<RequestStream>> streams;
+  for (int i = 0; i < 16; ++i) {
+    GenerationRequest r;
+    for (int k = 0; k < 3 + i; ++k) r.prompt.push_back(static_cast<int32_t>(rng() % 300));
+    r.max_tokens = 200;
+    r.sampling.temperature = i % 2 ? 1.0f : 0.0f;
+    r.sampling.seed = i;
+    r.ignore_eos = i % 4 == 3;  // a complete grammar still ends the request
+    r.constraint = *g;
+    auto sub = e->Submit(r);
+    ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+    streams.push_back(std::move(*sub));
+  }
+  for (auto& s : streams) {
+    StreamResult r = Drain(*s);
+    ASSERT_FALSE(r.timed_out);
+    EXPECT_EQ(r.last.finish, FinishReason::kStop) << r.last.error.ToString();
+    const std::string text = Text(*vocab, r.tokens, 0);
+    const Json j = Json::parse(text, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << text;
+    EXPECT_TRUE(j["a"].is_array() && j["a"].size() <= 3) << text;
+    EXPECT_TRUE(j["b"] == "x" || j["b"] == "yz") << text;
+  }
+}
+
+TEST(Constraint, GrammarStartsAfterItsStartTokenAndAbortEndsIt) {
+  const int32_t eos = 319;
+  auto e = MakeFake(eos);
+  auto vocab = FakeVocab(320, eos);
+  grammar::GrammarCache cache(vocab);
+  auto g = cache.Get({grammar::ConstraintKind::kRegex, "[0-9]{3}", {}});
+  ASSERT_TRUE(g.ok());
+  const std::vector<int32_t> prompt = {5, 17, 200, 33};
+  const std::vector<int32_t> free_run = FakeGreedy(prompt, 4, 320);
+  GenerationRequest r;
+  r.prompt = prompt;
+  r.max_tokens = 50;
+  r.sampling.temperature = 0;
+  r.constraint = *g;
+  r.constraint_after_token = free_run[2];  // the third free token opens the grammar
+  auto sub = e->Submit(r);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  StreamResult out = Drain(**sub);
+  ASSERT_GE(out.tokens.size(), 4u);
+  EXPECT_EQ(std::vector<int32_t>(out.tokens.begin(), out.tokens.begin() + 3),
+            std::vector<int32_t>(free_run.begin(), free_run.begin() + 3));
+  EXPECT_EQ(out.last.finish, FinishReason::kStop);
+  const std::string tail = Text(*vocab, out.tokens, 3);
+  EXPECT_EQ(tail.size(), 3u) << tail;
+  for (char c : tail) EXPECT_TRUE(c >= '0' && c <= '9') << tail;
+
+  // A constrained request aborted mid-way ends and releases its pages.
+  GenerationRequest long_req;
+  long_req.prompt = prompt;
+  long_req.max_tokens = 400;
+  long_req.ignore_eos = true;
+  auto json = cache.Get({grammar::ConstraintKind::kJsonObject, "", {}});
+  ASSERT_TRUE(json.ok());
+  long_req.constraint = *json;
+  auto s = e->Submit(long_req);
+  ASSERT_TRUE(s.ok());
+  e->Abort((*s)->id());
+  StreamResult ab = Drain(**s);
+  EXPECT_FALSE(ab.timed_out);
+  EXPECT_TRUE(ab.last.finish == FinishReason::kAbort || ab.last.finish == FinishReason::kStop);
+  for (int i = 0; i < 100 && e->Stats().kv_pages_used > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(e->Stats().running, 0);
+
+  // A grammar the vocabulary cannot finish ('Q' is no token): the request ends with an error
+  // instead of a token outside the grammar.
+  auto dead = cache.Get({grammar::ConstraintKind::kRegex, "aQ", {}});
+  ASSERT_TRUE(dead.ok());
+  GenerationRequest d = r;
+  d.constraint = *dead;
+  d.constraint_after_token = -1;
+  auto ds = e->Submit(d);
+  ASSERT_TRUE(ds.ok());
+  StreamResult dr = Drain(**ds);
+  EXPECT_FALSE(dr.last.error.ok());
+  EXPECT_NE(dr.last.error.message().find("constraint"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mx::constraint_test
