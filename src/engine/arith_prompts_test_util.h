@@ -17,7 +17,8 @@ namespace mx {
 const std::string kBundledModelDir = std::string(MX_SOURCE_DIR) + "/models/glm-moe-dsa-arith-6m";
 
 // Chat-formatted held-out arithmetic problems for the bundled model (its own template).
-inline std::vector<std::vector<int32_t>> ArithPrompts(int n, std::vector<std::string>* answers = nullptr) {
+inline std::vector<std::vector<int32_t>> ArithPrompts(int n,
+                                                      std::vector<std::string>* answers = nullptr) {
   auto tc = LoadTokenizerChatConfig(kBundledModelDir);
   EXPECT_TRUE(tc.ok()) << tc.status().ToString();
   auto tmpl = ChatTemplate::Parse(tc->chat_template);

@@ -43,8 +43,9 @@ struct Outputs {
   std::vector<std::vector<int32_t>> tokens;
 };
 
-Outputs RunAll(Engine& e, const tok::Tokenizer& tok, const std::vector<std::vector<int32_t>>& prompts,
-            const std::shared_ptr<const grammar::CompiledGrammar>& g, float temperature) {
+Outputs RunAll(Engine& e, const tok::Tokenizer& tok,
+               const std::vector<std::vector<int32_t>>& prompts,
+               const std::shared_ptr<const grammar::CompiledGrammar>& g, float temperature) {
   std::vector<std::unique_ptr<RequestStream>> streams;
   for (size_t i = 0; i < prompts.size(); ++i) {
     GenerationRequest r;
@@ -117,8 +118,9 @@ std::shared_ptr<const grammar::VocabIndex> FakeVocab(int32_t V, int32_t eos) {
     if (id == eos) continue;
     const int len = id < static_cast<int32_t>(alpha.size()) ? 1 : 1 + static_cast<int>(rng() % 3);
     for (int k = 0; k < len; ++k) {
-      bytes[id].push_back(len == 1 && id < static_cast<int32_t>(alpha.size()) ? alpha[id]
-                                                                               : alpha[rng() % alpha.size()]);
+      bytes[id].push_back(len == 1 && id < static_cast<int32_t>(alpha.size())
+                              ? alpha[id]
+                              : alpha[rng() % alpha.size()]);
     }
   }
   return std::make_shared<const grammar::VocabIndex>(bytes, std::vector<int32_t>{eos},

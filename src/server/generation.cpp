@@ -152,6 +152,20 @@ std::optional<ApiError> SubmitAll(Job& job, std::mutex& jobs_mu) {
   co.parse_tool_calls = chat && r.parse_tool_calls;
   co.tools = r.tools;
   job.active.engine = m.engine.get();
+  if (r.constraint) {
+    auto g = m.grammars().Get(*r.constraint);
+    if (!g.ok()) {
+      ApiError e = BadRequest(
+          r.constraint_param,
+          fmt::format("{} {}: {}", r.constraint_param,
+                      grammar::ConstraintKindName(r.constraint->kind), g.status().message()));
+      return e;
+    }
+    r.gen.constraint = *g;
+    // A reasoning answer starts after </think>: the thinking stays free.
+    const auto think_end = m.tokenizer.TokenId("</think>");
+    if (chat && job.prep.reasoning_open && think_end) r.gen.constraint_after_token = *think_end;
+  }
   for (size_t p = 0; p < job.prep.prompt_ids.size(); ++p) {
     for (int k = 0; k < r.n; ++k) {
       GenerationRequest g = r.gen;

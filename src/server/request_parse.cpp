@@ -144,6 +144,82 @@ void ReadTokenIdList(Fields& f, const char* name, std::vector<int32_t>* out) {
   }
 }
 
+// Output constraints: OpenAI response_format, sglang regex / ebnf / json_schema, vLLM
+// guided_json / guided_regex / guided_choice / guided_grammar. At most one per request.
+void ReadConstraint(Fields& f, ParsedRequest* r) {
+  using grammar::ConstraintKind;
+  auto set = [&](const char* name, grammar::ConstraintSpec spec) {
+    if (r->constraint) {
+      return f.Fail(name, fmt::format("'{}' and '{}' both constrain the output; give one",
+                                      r->constraint_param, f.Param(name)));
+    }
+    r->constraint = std::move(spec);
+    r->constraint_param = f.Param(name);
+  };
+  // A schema given as an object, or as JSON text (sglang's json_schema is a string).
+  auto schema = [&](const char* name, const Json& v) {
+    if (v.is_string()) return set(name, {ConstraintKind::kJsonSchema, v.get<std::string>(), {}});
+    if (!v.is_object() && !v.is_boolean()) return f.WrongType(name, "an object or a string", v);
+    set(name, {ConstraintKind::kJsonSchema, v.dump(), {}});
+  };
+  for (const char* name : {"json_schema", "guided_json"}) {
+    if (const Json* v = f.Get(name)) schema(name, *v);
+  }
+  for (auto [name, kind] :
+       {std::pair{"regex", ConstraintKind::kRegex},
+        std::pair{"guided_regex", ConstraintKind::kRegex}, std::pair{"ebnf", ConstraintKind::kEbnf},
+        std::pair{"guided_grammar", ConstraintKind::kEbnf}}) {
+    std::string text;
+    if (f.String(name, &text)) set(name, {kind, std::move(text), {}});
+  }
+  if (const Json* v = f.Get("guided_choice")) {
+    grammar::ConstraintSpec spec{ConstraintKind::kChoice, "", {}};
+    if (!v->is_array() || v->empty()) {
+      return f.Fail("guided_choice", "'guided_choice' must be a non-empty array of strings");
+    }
+    for (const Json& c : *v) {
+      if (!c.is_string()) {
+        return f.Fail("guided_choice", "'guided_choice' must be a non-empty array of strings");
+      }
+      spec.choices.push_back(c.get<std::string>());
+    }
+    set("guided_choice", std::move(spec));
+  }
+  if (const Json* rf = f.Get("response_format")) {
+    if (!rf->is_object()) return f.WrongType("response_format", "an object", *rf);
+    Fields rff(*rf, "response_format.");
+    std::string type = "text";
+    rff.String("type", &type);
+    if (rff.error()) {
+      f.error() = rff.error();
+    } else if (type == "json_object") {
+      set("response_format", {ConstraintKind::kJsonObject, "", {}});
+    } else if (type == "json_schema") {
+      const Json* js = rff.Get("json_schema");
+      if (js == nullptr || !js->is_object() || !js->contains("schema")) {
+        return f.Fail("response_format",
+                      "response_format type 'json_schema' needs 'json_schema': {\"name\": ..., "
+                      "\"schema\": {...}}");
+      }
+      Fields jf(*js, "response_format.json_schema.");
+      std::string name;
+      bool strict = false;
+      jf.String("name", &name);
+      jf.Bool("strict", &strict);
+      if (jf.error()) {
+        f.error() = jf.error();
+      } else {
+        schema("response_format", (*js)["schema"]);
+      }
+    } else if (type != "text") {
+      f.Fail("response_format",
+             fmt::format("response_format type '{}' is not supported (text, json_object, "
+                         "json_schema)",
+                         type));
+    }
+  }
+}
+
 // Sampling fields shared by chat and completions (OpenAI names plus sglang/vLLM extensions).
 void ReadSampling(Fields& f, const RequestLimits& limits, ParsedRequest* r) {
   GenerationRequest& g = r->gen;
@@ -179,18 +255,7 @@ void ReadSampling(Fields& f, const RequestLimits& limits, ParsedRequest* r) {
     sf.Bool("include_usage", &r->include_usage);
     if (sf.error()) f.error() = sf.error();
   }
-  if (const Json* rf = f.Get("response_format")) {
-    if (!rf->is_object()) return f.WrongType("response_format", "an object", *rf);
-    Fields rff(*rf, "response_format.");
-    std::string type = "text";
-    rff.String("type", &type);
-    if (rff.error()) {
-      f.error() = rff.error();
-    } else if (type != "text" && type != "json_object") {
-      f.Fail("response_format",
-             fmt::format("response_format type '{}' is not supported (text, json_object)", type));
-    }
-  }
+  ReadConstraint(f, r);
 }
 
 void ReadMaxTokens(Fields& f, ParsedRequest* r, const char* primary, const char* alias) {
@@ -517,6 +582,8 @@ std::optional<ApiError> ParseGenerateRequest(const nlohmann::ordered_json& body,
     if (s.error()) return s.error();
   }
   f.Bool("stream", &r.stream);
+  if (!r.constraint) ReadConstraint(f, &r);  // sglang also takes them as top-level fields
+  if (f.error()) return f.error();
   if (!r.max_tokens_given) r.gen.max_tokens = 128;
   r.n = 1;
   *out = std::move(r);

@@ -16,6 +16,7 @@
 
 #include "base/json_depth.h"
 #include "engine/engine.h"
+#include "grammar/constraint.h"
 #include "server/api_error.h"
 
 namespace mx::server {
@@ -40,6 +41,10 @@ struct ParsedRequest {
   std::string request_id;           // /generate "rid"
   bool seed_given = false;          // else each choice draws its own seed (gen.sampling.seed)
   GenerationRequest gen;            // prompt left empty; filled per prompt by the handler
+  // Structured output (response_format, regex, ebnf, json_schema, guided_*), compiled by the
+  // handler against the model's vocabulary; constraint_param names the field it came from.
+  std::optional<grammar::ConstraintSpec> constraint;
+  std::string constraint_param;
 
   // Completions / generate: one or more prompts (a batch gives one choice per prompt and n).
   std::vector<PromptInput> prompts;

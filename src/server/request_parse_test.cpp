@@ -152,6 +152,47 @@ TEST(RequestParse, GenerateNative) {
   EXPECT_EQ(e->param, "sampling_params.max_new_tokens");
 }
 
+TEST(RequestParse, OutputConstraintsFromEveryApi) {
+  using grammar::ConstraintKind;
+  const std::string m = R"("messages":[{"role":"user","content":"x"}])";
+  ParsedRequest r;
+  ASSERT_FALSE(Chat("{" + m + R"(,"response_format":{"type":"json_schema","json_schema":{
+      "name":"n","strict":true,"schema":{"type":"integer"}}}})",
+                    &r));
+  ASSERT_TRUE(r.constraint);
+  EXPECT_EQ(r.constraint->kind, ConstraintKind::kJsonSchema);
+  EXPECT_EQ(r.constraint->text, R"({"type":"integer"})");
+  EXPECT_EQ(r.constraint_param, "response_format");
+  ASSERT_FALSE(Chat("{" + m + R"(,"response_format":{"type":"json_object"}})", &r));
+  EXPECT_EQ(r.constraint->kind, ConstraintKind::kJsonObject);
+  ASSERT_FALSE(Chat("{" + m + R"(,"response_format":{"type":"text"}})", &r));
+  EXPECT_FALSE(r.constraint);
+  ASSERT_FALSE(Completion(R"({"prompt":"a","guided_choice":["x","y"]})", &r));
+  EXPECT_EQ(r.constraint->kind, ConstraintKind::kChoice);
+  EXPECT_EQ(r.constraint->choices, (std::vector<std::string>{"x", "y"}));
+  ASSERT_FALSE(Completion(R"({"prompt":"a","guided_grammar":"root ::= \"a\""})", &r));
+  EXPECT_EQ(r.constraint->kind, ConstraintKind::kEbnf);
+  ASSERT_FALSE(Completion(R"({"prompt":"a","json_schema":"{\"type\":\"null\"}"})", &r));
+  EXPECT_EQ(r.constraint->text, R"({"type":"null"})");
+  Json g = Json::parse(R"({"text":"a","sampling_params":{"ebnf":"root ::= \"b\""}})");
+  ASSERT_FALSE(ParseGenerateRequest(g, RequestLimits{}, &r));
+  EXPECT_EQ(r.constraint->kind, ConstraintKind::kEbnf);
+  EXPECT_EQ(r.constraint_param, "sampling_params.ebnf");
+  Json top = Json::parse(R"({"text":"a","regex":"[ab]+"})");
+  ASSERT_FALSE(ParseGenerateRequest(top, RequestLimits{}, &r));
+  EXPECT_EQ(r.constraint->kind, ConstraintKind::kRegex);
+  // Malformed: wrong types, two at once, a json_schema without its schema.
+  for (const std::string& bad :
+       {R"("regex":5)", R"("guided_json":[1])", R"("guided_choice":["a",1])",
+        R"("regex":"a","ebnf":"root ::= "a"")", R"("response_format":{"type":"json_schema"})",
+        R"("response_format":{"type":"json_schema","json_schema":{"schema":{},"strict":"yes"}})",
+        R"("response_format":{"type":"xml"})"}) {
+    auto e = Chat("{" + m + "," + bad + "}", &r);
+    ASSERT_TRUE(e) << bad;
+    EXPECT_EQ(e->http_status, 400) << bad;
+  }
+}
+
 TEST(RequestParse, NestingDepthIsCountedOutsideStringsAndStopsEarly) {
   EXPECT_EQ(JsonNestingDepth(R"({"a":[1,{"b":[]}]})", 100), 4);
   EXPECT_EQ(JsonNestingDepth(R"({"a":"[[[{{{\"[[[","b":1})", 100), 1);

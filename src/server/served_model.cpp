@@ -4,6 +4,8 @@
 #include <chrono>
 #include <filesystem>
 
+#include "grammar/vocab_tokenizer.h"
+
 namespace mx::server {
 
 ServedModel::ServedModel(std::string name_, std::string dir_, std::unique_ptr<Engine> engine_,
@@ -15,6 +17,18 @@ ServedModel::ServedModel(std::string name_, std::string dir_, std::unique_ptr<En
       created(std::chrono::duration_cast<std::chrono::seconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count()) {}
+
+grammar::GrammarCache& ServedModel::grammars() {
+  std::call_once(grammars_once_, [this] {
+    std::vector<int32_t> eos = engine->eos_ids();
+    if (eos.empty()) {
+      if (auto id = tokenizer.TokenId(eos_token)) eos.push_back(*id);
+    }
+    grammars_ = std::make_unique<grammar::GrammarCache>(grammar::VocabFromTokenizer(
+        tokenizer, std::move(eos), static_cast<int32_t>(engine->vocab_size())));
+  });
+  return *grammars_;
+}
 
 Result<std::unique_ptr<ServedModel>> LoadServedModel(std::string name, const std::string& dir,
                                                      std::unique_ptr<Engine> engine) {

@@ -4,10 +4,12 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include "engine/engine.h"
+#include "grammar/constraint.h"
 #include "server/metrics.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -39,6 +41,14 @@ struct ServedModel {
 
   ServedModel(std::string name, std::string dir, std::unique_ptr<Engine> engine,
               tok::Tokenizer tokenizer);
+
+  // Structured-output grammars compiled for this model's vocabulary (built on first use: the
+  // vocabulary trie; EOS = the engine's ids, else the tokenizer's eos_token). Thread-safe.
+  grammar::GrammarCache& grammars();
+
+ private:
+  std::once_flag grammars_once_;
+  std::unique_ptr<grammar::GrammarCache> grammars_;
 };
 
 // Reads DIR/tokenizer.json and DIR/tokenizer_config.json (the chat template is optional) and

@@ -18,6 +18,7 @@
 #include <thread>
 #include <utility>
 
+#include "engine/engine.h"
 #include "server/fake_engine_test_util.h"
 #include "server/webui.h"
 
@@ -69,6 +70,12 @@ struct Harness {
     auto engine = std::make_unique<FakeEngine>(script, std::vector<int32_t>{eos}, step, max_active,
                                                /*context=*/512);
     shared = engine->shared();
+    Start(std::move(engine), std::move(o), ready);
+  }
+  // Over any engine (the real model's).
+  explicit Harness(std::unique_ptr<Engine> engine) { Start(std::move(engine), {}, true); }
+
+  void Start(std::unique_ptr<Engine> engine, ServerOptions o, bool ready) {
     o.port = 0;
     o.shutdown_timeout = std::chrono::milliseconds(
         o.shutdown_timeout.count() == 30000 ? 2000 : o.shutdown_timeout.count());
@@ -614,6 +621,86 @@ TEST(Server, ASecondServerOnABusyPortFailsToBind) {
   ASSERT_FALSE(st.ok()) << "bound port " << o.port << " that another server listens on";
   EXPECT_NE(st.message().find(std::to_string(o.port)), std::string::npos) << st.ToString();
   EXPECT_EQ(h.client->Get("/health")->status, 200);  // the first one still serves
+}
+
+}  // namespace
+}  // namespace mx::server
+
+namespace mx::server {
+namespace {
+
+// Structured output end to end on the bundled model: the answer follows the schema, streaming
+// and not; sglang and vLLM fields; bad constraints are 400s that name the problem.
+TEST(Server, StructuredOutputOnTheBundledModel) {
+  EngineOptions eo;
+  eo.model_dir = kModelDir;
+  eo.threads = 1;
+  eo.page_size = 4;
+  eo.max_total_tokens = 4096;
+  auto engine = CreateEngine(eo);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  Harness h(std::move(*engine));
+  const std::string schema =
+      R"({"type":"object","properties":{"answer":{"type":"integer"}},"required":["answer"]})";
+  const std::string req =
+      R"({"model":"arith","messages":[{"role":"user","content":"What is 12 + 30?"}],
+      "temperature":0,"max_tokens":60,"chat_template_kwargs":{"enable_thinking":false},
+      "response_format":{"type":"json_schema","json_schema":{"name":"a","strict":true,"schema":)" +
+      schema + "}}";
+  auto r = h.Post("/v1/chat/completions", req + "}");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string content = Json::parse(r->body)["choices"][0]["message"]["content"];
+  const Json answer = Json::parse(content, nullptr, false);
+  ASSERT_TRUE(answer.is_object() && answer["answer"].is_number_integer()) << content;
+  auto s = h.Post("/v1/chat/completions", req + R"(,"stream":true})");
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->status, 200);
+  EXPECT_EQ(ParseChatStream(s->body).content, content);
+
+  // sglang: /generate with sampling_params.regex, and json_schema as a top-level field.
+  auto g = h.Post("/generate",
+                  R"({"text":"1 + 2 =","sampling_params":{"temperature":0,"max_new_tokens":20,
+                      "regex":"(yes|no), [0-9]{2}"}})");
+  ASSERT_TRUE(g);
+  ASSERT_EQ(g->status, 200) << g->body;
+  const std::string text = Json::parse(g->body)["text"];
+  EXPECT_TRUE(text.starts_with("yes, ") || text.starts_with("no, ")) << text;
+  EXPECT_EQ(text.size(), text[0] == 'y' ? 7u : 6u) << text;
+  auto gj = h.Post("/generate", R"({"text":"1 + 2 =","json_schema":"{\"type\":\"boolean\"}",
+                                   "sampling_params":{"temperature":1,"max_new_tokens":20}})");
+  ASSERT_TRUE(gj);
+  ASSERT_EQ(gj->status, 200) << gj->body;
+  const std::string b = Json::parse(gj->body)["text"];
+  EXPECT_TRUE(b == "true" || b == "false") << b;
+
+  // vLLM: guided_choice on completions, with n = 3.
+  auto c = h.Post("/v1/completions", R"({"prompt":"Pick:","max_tokens":10,"n":3,"seed":4,
+                                         "guided_choice":["red","green","blue"]})");
+  ASSERT_TRUE(c);
+  ASSERT_EQ(c->status, 200) << c->body;
+  for (const Json& ch : Json::parse(c->body)["choices"]) {
+    const std::string t = ch["text"];
+    EXPECT_TRUE(t == "red" || t == "green" || t == "blue") << t;
+  }
+
+  // Bad constraints: 400 naming the field and the problem.
+  const std::pair<std::string, std::string> bad[] = {
+      {R"("response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object","patternProperties":{}}}})",
+       "patternProperties"},
+      {R"("guided_regex":"(a")", "regex"},
+      {R"("guided_grammar":"root ::= undefined_rule")", "undefined_rule"},
+      {R"("regex":"a","guided_json":{"type":"integer"})", "give one"},
+      {R"("guided_choice":[])", "guided_choice"},
+  };
+  for (const auto& [field, want] : bad) {
+    auto e =
+        h.Post("/v1/chat/completions",
+               R"({"model":"arith","messages":[{"role":"user","content":"hi"}],)" + field + "}");
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->status, 400) << field << ": " << e->body;
+    EXPECT_NE(e->body.find(want), std::string::npos) << field << ": " << e->body;
+  }
 }
 
 }  // namespace
