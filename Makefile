@@ -24,19 +24,20 @@ test: deps shared-check check-format test-release test-asan
 shared-check:
 	@test -d ../shared/configs || { echo "make test: ../shared (test data and configs) must sit beside the repository"; exit 1; }
 
-test-release: build npm-deps
-	ctest --preset release
-
 # The thousand-stream client test (1000 streams on one client thread against an 1100-thread
-# mock server) runs alone after the rest: beside the other sanitized tests on 2 cores its mock
-# server cannot accept and serve 1000 connections in time and drops some.
-SERIAL_ASAN_TESTS := Client.OneThreadDrivesAThousandStreams
+# mock server) runs alone after the rest: beside the other tests on 2 cores its mock server
+# cannot accept and serve 1000 connections in time and drops some.
+SERIAL_TESTS := Client.OneThreadDrivesAThousandStreams
+
+test-release: build npm-deps
+	ctest --preset release -E '$(SERIAL_TESTS)'
+	ctest --preset release -R '$(SERIAL_TESTS)'
 
 test-asan: deps
 	cmake --preset asan >/dev/null
 	cmake --build --preset asan -j $(JOBS)
-	ctest --preset asan -E '$(SERIAL_ASAN_TESTS)'
-	ctest --preset asan -R '$(SERIAL_ASAN_TESTS)'
+	ctest --preset asan -E '$(SERIAL_TESTS)'
+	ctest --preset asan -R '$(SERIAL_TESTS)'
 
 # The server's end-to-end tests drive it with the official openai client from npm (pinned in
 # tests/server/package-lock.json); the web page's test drives Chromium with playwright-core
