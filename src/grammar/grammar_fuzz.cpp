@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lim.max_rules = 5000;
   lim.max_repeat = 200;
   lim.max_depth = 32;
-  for (ConstraintKind k : {ConstraintKind::kJsonSchema, ConstraintKind::kRegex, ConstraintKind::kEbnf}) {
+  for (ConstraintKind k :
+       {ConstraintKind::kJsonSchema, ConstraintKind::kRegex, ConstraintKind::kEbnf}) {
     auto g = CompileConstraint({k, std::string(text), {}}, {}, lim);
     if (!g.ok()) continue;
     Matcher m(std::make_shared<const Grammar>(std::move(g).value()));
