@@ -679,7 +679,8 @@ TEST(Server, StructuredOutputOnTheBundledModel) {
                                          "guided_choice":["red","green","blue"]})");
   ASSERT_TRUE(c);
   ASSERT_EQ(c->status, 200) << c->body;
-  for (const Json& ch : Json::parse(c->body)["choices"]) {
+  const Json cj = Json::parse(c->body);  // named: a range-for over a temporary's member dangles
+  for (const Json& ch : cj["choices"]) {
     const std::string t = ch["text"];
     EXPECT_TRUE(t == "red" || t == "green" || t == "blue") << t;
   }
