@@ -122,6 +122,39 @@ void BM_Attend(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 
+// attend_rows at MLA's two shapes, n = 2048 keys: expanded prefill (32 query rows of one head,
+// 192 + 64 key, 128 value, key rows strided as the decompressed rows of 16 heads, causal limits
+// within the tile) and absorbed decode (16 heads of one query: 512 + 64 key, the 512 latent as
+// value). Counter: FLOP/s (2 per multiply-add, every key of every row).
+void BM_AttendRows(benchmark::State& state) {
+  const mx::KernelTable* kt = Level(state);
+  MX_SKIP_IF_ABSENT(kt);
+  const bool expanded = state.range(1) == 0;
+  const int64_t n = 2048, m = expanded ? 32 : 16, da = expanded ? 192 : 512, db = 64,
+                dv = expanded ? 128 : 512, heads = expanded ? 16 : 1;
+  const int64_t row = expanded ? heads * (da + dv) : da + db;
+  const auto cache = Randn(n * row, 11, 0.5f), pe = Randn(n * db, 12, 0.5f),
+             q = Randn(m * (da + db), 13);
+  std::vector<const float*> ka(n), kb(n), v(n);
+  for (int64_t t = 0; t < n; ++t) {
+    ka[t] = cache.data() + t * row;
+    kb[t] = expanded ? pe.data() + t * db : ka[t] + da;
+    v[t] = expanded ? ka[t] + da : ka[t];
+  }
+  std::vector<int64_t> lim(m);
+  for (int64_t i = 0; i < m; ++i) lim[i] = expanded ? n - m + i + 1 : n;
+  std::vector<float> scratch(mx::AttendRowsScratch(m)), out(m * dv);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(da + db));
+  for (auto _ : state) {
+    kt->attend_rows(q.data(), da + db, q.data() + da, da + db, m, da, db, ka.data(), kb.data(),
+                    v.data(), dv, n, lim.data(), nullptr, 0, scale, scratch.data(), out.data(), dv);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["FLOP/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * 2.0 * m * n * (da + db + dv),
+                         benchmark::Counter::kIsRate);
+}
+
 void Levels(benchmark::internal::Benchmark* b) {
   b->ArgName("level");
   for (int l = 0; l <= 2; ++l) b->Arg(l);
@@ -132,6 +165,7 @@ BENCHMARK(BM_Softmax)->Apply(Levels);
 BENCHMARK(BM_Rope)->Apply(Levels);
 BENCHMARK(BM_SwiGlu)->Apply(Levels);
 BENCHMARK(BM_Attend)->Apply(Levels);
+BENCHMARK(BM_AttendRows)->ArgNames({"level", "absorbed"})->ArgsProduct({{0, 1, 2}, {0, 1}});
 BENCHMARK(BM_TopK)
     ->ArgNames({"level", "n", "k"})
     ->Args({0, 32768, 2048})

@@ -123,6 +123,26 @@ TEST(Bf16Packed, FmaLevelsMatchRefBitForBit) {
   }
 }
 
+// Activations that are bf16 values already (MLA's cached latents in a bf16 cache): the
+// rounded-activation kernel gives the exact kernel's bits at every level, so the model may take
+// the cheaper one for them (mla.cpp) without changing a result.
+TEST(Bf16Packed, Bf16ValuedActivationsGiveTheExactKernelsBits) {
+  for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
+    const KernelTable* t = GetKernelTable(l);
+    if (t == nullptr) continue;
+    const KernelTable& exact = WithGemmActivations(*t, GemmActivations::kFp32);
+    const KernelTable& x16 = WithGemmActivations(*t, GemmActivations::kBf16);
+    for (const Case& c : Cases()) {
+      Data d = Make(c, static_cast<uint32_t>(5 * c.m + c.n + 11 * c.k));
+      for (float& v : d.x) v = Bf16ToF32(F32ToBf16(v));
+      std::vector<float> ye(c.m * c.n, NAN), yx(c.m * c.n, NAN);
+      exact.gemm_bf16_packed(d.x.data(), c.k, c.m, d.wp.data(), c.k, 0, c.n, ye.data(), c.n, {});
+      x16.gemm_bf16_packed(d.x.data(), c.k, c.m, d.wp.data(), c.k, 0, c.n, yx.data(), c.n, {});
+      ASSERT_EQ(ye, yx) << KernelLevelName(l) << " m=" << c.m << " n=" << c.n << " k=" << c.k;
+    }
+  }
+}
+
 // Tilings, a row alone, and a slice of W's rows into a strided output give the same bits as the
 // whole GEMM, and nothing outside the slice is written.
 TEST(Bf16Packed, TilingsRowsAndSlicesAreBitIdentical) {
