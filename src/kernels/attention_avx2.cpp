@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "kernels/attention_kernels.h"
@@ -26,6 +27,17 @@ struct V {
   static Reg Set1(float x) { return _mm256_set1_ps(x); }
   static Reg Load(const float* p) { return _mm256_loadu_ps(p); }
   static Reg LoadN(const float* p, int cnt) { return _mm256_maskload_ps(p, M(cnt)); }
+  static Reg Widen(__m128i h) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  static Reg Load(const uint16_t* p) {
+    return Widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static Reg LoadN(const uint16_t* p, int cnt) {  // no 16-bit masked load in AVX2: a copy
+    alignas(16) uint16_t t[8] = {};
+    std::memcpy(t, p, static_cast<size_t>(cnt) * sizeof(uint16_t));
+    return Load(t);
+  }
   static void Store(float* p, Reg x) { _mm256_storeu_ps(p, x); }
   static void StoreN(float* p, Reg x, int cnt) { _mm256_maskstore_ps(p, M(cnt), x); }
   static Reg Mask(Reg x, int cnt) { return _mm256_and_ps(x, _mm256_castsi256_ps(M(cnt))); }

@@ -24,6 +24,15 @@ struct V {
   static Reg Set1(float x) { return _mm512_set1_ps(x); }
   static Reg Load(const float* p) { return _mm512_loadu_ps(p); }
   static Reg LoadN(const float* p, int cnt) { return _mm512_maskz_loadu_ps(M(cnt), p); }
+  static Reg Widen(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static Reg Load(const uint16_t* p) {
+    return Widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static Reg LoadN(const uint16_t* p, int cnt) {
+    return Widen(_mm256_maskz_loadu_epi16(M(cnt), p));
+  }
   static void Store(float* p, Reg x) { _mm512_storeu_ps(p, x); }
   static void StoreN(float* p, Reg x, int cnt) { _mm512_mask_storeu_ps(p, M(cnt), x); }
   static Reg Mask(Reg x, int cnt) { return _mm512_maskz_mov_ps(M(cnt), x); }

@@ -36,6 +36,13 @@ using AttendRowsFn = void (*)(const float* qa, int64_t ldqa, const float* qb, in
                               const float* const* kb, const float* const* v, int64_t dv, int64_t n,
                               const int64_t* lim, const uint64_t* mask, int64_t ldm, float scale,
                               float* scratch, float* out, int64_t ldo);
+// attend_rows over bf16 rows (ka, kb, v point at bf16 values, widened exactly): the same
+// arithmetic, so the same bits as attend_rows over the widened rows.
+using AttendRowsBf16Fn = void (*)(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb,
+                                  int64_t m, int64_t da, int64_t db, const uint16_t* const* ka,
+                                  const uint16_t* const* kb, const uint16_t* const* v, int64_t dv,
+                                  int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
+                                  float scale, float* scratch, float* out, int64_t ldo);
 using IndexerScoresFn = void (*)(const float* q, const float* w, int64_t hi, int64_t di,
                                  const float* panels, int64_t n, float scale, float* out);
 using TopKSetFn = void (*)(const float* scores, int64_t n, int64_t k, int32_t* out,
@@ -46,6 +53,11 @@ void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, in
                 int64_t db, const float* const* ka, const float* const* kb, const float* const* v,
                 int64_t dv, int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
                 float scale, float* scratch, float* out, int64_t ldo);
+void AttendRowsBf16(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m,
+                    int64_t da, int64_t db, const uint16_t* const* ka, const uint16_t* const* kb,
+                    const uint16_t* const* v, int64_t dv, int64_t n, const int64_t* lim,
+                    const uint64_t* mask, int64_t ldm, float scale, float* scratch, float* out,
+                    int64_t ldo);
 void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,
                    int64_t n, float scale, float* out);
 // The slow twin of topk_set: a partial sort, then the set sorted by position.
@@ -62,6 +74,11 @@ void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, in
                 int64_t db, const float* const* ka, const float* const* kb, const float* const* v,
                 int64_t dv, int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
                 float scale, float* scratch, float* out, int64_t ldo);
+void AttendRowsBf16(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m,
+                    int64_t da, int64_t db, const uint16_t* const* ka, const uint16_t* const* kb,
+                    const uint16_t* const* v, int64_t dv, int64_t n, const int64_t* lim,
+                    const uint64_t* mask, int64_t ldm, float scale, float* scratch, float* out,
+                    int64_t ldo);
 void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,
                    int64_t n, float scale, float* out);
 }  // namespace avx2
@@ -71,6 +88,11 @@ void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, in
                 int64_t db, const float* const* ka, const float* const* kb, const float* const* v,
                 int64_t dv, int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
                 float scale, float* scratch, float* out, int64_t ldo);
+void AttendRowsBf16(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m,
+                    int64_t da, int64_t db, const uint16_t* const* ka, const uint16_t* const* kb,
+                    const uint16_t* const* v, int64_t dv, int64_t n, const int64_t* lim,
+                    const uint64_t* mask, int64_t ldm, float scale, float* scratch, float* out,
+                    int64_t ldo);
 void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,
                    int64_t n, float scale, float* out);
 }  // namespace avx512

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "base/numerics.h"
 #include "kernels/attention_kernels.h"
 #include "kernels/kernels.h"
 
@@ -156,6 +157,59 @@ TEST(AttentionKernels, AttendRowsRowIsIndependentOfItsNeighbours) {
         EXPECT_EQ(one, std::vector<float>(all.begin() + i * dv, all.begin() + (i + 1) * dv))
             << KernelLevelName(kt->level) << " row " << i << " masked " << masked
             << " seed=" << seed;
+      }
+    }
+  }
+}
+
+// attend_rows_bf16 over bf16 rows gives attend_rows' bits over the same rows widened to fp32
+// (the widening is exact and the arithmetic the same), at every level, with limits, masks, tails
+// of every width (da, db, dv not multiples of a vector) and keys by arbitrary pointers.
+TEST(AttentionKernels, AttendRowsOverBf16RowsEqualsTheWidenedRows) {
+  const uint32_t seed = FreshSeed();
+  std::mt19937 rng(seed);
+  struct Shape {
+    int64_t m, da, db, dv, n;
+  };
+  for (const Shape& sh : {Shape{16, 512, 64, 512, 300}, Shape{5, 37, 11, 29, 70},
+                          Shape{1, 192, 64, 128, 65}, Shape{33, 24, 8, 40, 129}}) {
+    const int64_t w = sh.da + sh.db + sh.dv;
+    const auto q = Randn(sh.m * (sh.da + sh.db), rng);
+    const auto f = Randn(sh.n * w, rng);
+    std::vector<uint16_t> h(f.size());
+    std::vector<float> wide(f.size());
+    for (size_t i = 0; i < f.size(); ++i) h[i] = F32ToBf16(f[i]), wide[i] = Bf16ToF32(h[i]);
+    std::vector<const float*> ka(sh.n), kb(sh.n), v(sh.n);
+    std::vector<const uint16_t*> ha(sh.n), hb(sh.n), hv(sh.n);
+    for (int64_t t = 0; t < sh.n; ++t) {  // in reverse: any pointers
+      const int64_t r = (sh.n - 1 - t) * w;
+      ka[t] = wide.data() + r, kb[t] = ka[t] + sh.da, v[t] = kb[t] + sh.db;
+      ha[t] = h.data() + r, hb[t] = ha[t] + sh.da, hv[t] = hb[t] + sh.db;
+    }
+    std::vector<int64_t> lim(sh.m);
+    for (int64_t i = 0; i < sh.m; ++i) lim[i] = 1 + (i * 53 + 7) % sh.n;
+    const int64_t ldm = (sh.n + 63) / 64;
+    std::vector<uint64_t> mask(sh.m * ldm, 0);
+    std::bernoulli_distribution pick(0.5);
+    for (int64_t i = 0; i < sh.m; ++i) {
+      for (int64_t t = 0; t < sh.n; ++t) {
+        if (t == 0 || pick(rng)) mask[i * ldm + t / 64] |= uint64_t{1} << (t % 64);
+      }
+    }
+    for (const KernelTable* kt : Levels()) {
+      for (bool masked : {false, true}) {
+        const uint64_t* mk = masked ? mask.data() : nullptr;
+        std::vector<float> want(sh.m * sh.dv, std::numeric_limits<float>::quiet_NaN());
+        std::vector<float> got(want), scratch(AttendRowsScratch(sh.m));
+        kt->attend_rows(q.data(), sh.da + sh.db, q.data() + sh.da, sh.da + sh.db, sh.m, sh.da,
+                        sh.db, ka.data(), kb.data(), v.data(), sh.dv, sh.n, lim.data(), mk, ldm,
+                        0.1f, scratch.data(), want.data(), sh.dv);
+        kt->attend_rows_bf16(q.data(), sh.da + sh.db, q.data() + sh.da, sh.da + sh.db, sh.m, sh.da,
+                             sh.db, ha.data(), hb.data(), hv.data(), sh.dv, sh.n, lim.data(), mk,
+                             ldm, 0.1f, scratch.data(), got.data(), sh.dv);
+        for (float x : got) ASSERT_TRUE(std::isfinite(x)) << KernelLevelName(kt->level);
+        ASSERT_EQ(got, want) << KernelLevelName(kt->level) << " m=" << sh.m << " da=" << sh.da
+                             << " masked=" << masked << " seed=" << seed;
       }
     }
   }

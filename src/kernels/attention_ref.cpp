@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "base/numerics.h"
 #include "kernels/attention_kernels.h"
 
 namespace mx {
@@ -44,6 +45,26 @@ void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, in
     }
     for (int64_t d = 0; d < dv; ++d) o[d] /= sum;
   }
+}
+
+// The rows widened to fp32 copies, then AttendRows.
+void AttendRowsBf16(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m,
+                    int64_t da, int64_t db, const uint16_t* const* ka, const uint16_t* const* kb,
+                    const uint16_t* const* v, int64_t dv, int64_t n, const int64_t* lim,
+                    const uint64_t* mask, int64_t ldm, float scale, float* scratch, float* out,
+                    int64_t ldo) {
+  const int64_t w = da + db + dv;
+  std::vector<float> rows(n * w);
+  std::vector<const float*> pa(n), pb(n), pv(n);
+  for (int64_t t = 0; t < n; ++t) {
+    float* r = rows.data() + t * w;
+    for (int64_t d = 0; d < da; ++d) r[d] = Bf16ToF32(ka[t][d]);
+    for (int64_t d = 0; d < db; ++d) r[da + d] = Bf16ToF32(kb[t][d]);
+    for (int64_t d = 0; d < dv; ++d) r[da + db + d] = Bf16ToF32(v[t][d]);
+    pa[t] = r, pb[t] = r + da, pv[t] = r + da + db;
+  }
+  AttendRows(qa, ldqa, qb, ldqb, m, da, db, pa.data(), pb.data(), pv.data(), dv, n, lim, mask, ldm,
+             scale, scratch, out, ldo);
 }
 
 void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,

@@ -52,6 +52,7 @@ constexpr KernelTable kRefTable = {
     .gemm_bf16_packed = ref::GemmBf16Packed,
     .gemm_mxfp4 = ref::GemmMxfp4,
     .attend_rows = ref::AttendRows,
+    .attend_rows_bf16 = ref::AttendRowsBf16,
     .indexer_scores = ref::IndexerScores,
     .topk_set = ref::TopKSet,
     .gemm_fp8 = ref::GemmFp8,
@@ -66,6 +67,7 @@ const KernelTable& Avx2WithMxfp4() {
     k.gemm_bf16_packed = avx2::GemmBf16Packed;
     k.gemm_fp8 = avx2::GemmFp8;
     k.attend_rows = avx2::AttendRows;
+    k.attend_rows_bf16 = avx2::AttendRowsBf16;
     k.indexer_scores = avx2::IndexerScores;
     k.topk_set = RadixTopKSet;
     return k;
@@ -79,6 +81,7 @@ const KernelTable& Avx512WithMxfp4() {
     k.gemm_mxfp4 = avx512::GemmMxfp4;
     k.gemm_fp8 = avx512::GemmFp8;
     k.attend_rows = avx512::AttendRows;
+    k.attend_rows_bf16 = avx512::AttendRowsBf16;
     k.indexer_scores = avx512::IndexerScores;
     k.topk_set = RadixTopKSet;
     k.gemm_bf16_packed = avx512::GemmBf16PackedFma;

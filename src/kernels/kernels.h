@@ -82,6 +82,9 @@ struct KernelTable {
   // over a dense prefix). `scratch` holds AttendRowsScratch(m) floats.
   // REQUIRES: 1 <= lim[i] <= n; every row attends at least one key; out aliases no input.
   AttendRowsFn attend_rows = nullptr;
+  // attend_rows over bf16 rows (a bf16 KV cache read in place): the same bits as attend_rows
+  // over the rows widened to fp32.
+  AttendRowsBf16Fn attend_rows_bf16 = nullptr;
   // The DSA indexer's scores of one query over n keys in panels (attention_kernels.h):
   //   out[t] = Σ_h w[h] · max(scale · q[h, Di]·k_t, 0), heads summed in order.
   IndexerScoresFn indexer_scores = nullptr;

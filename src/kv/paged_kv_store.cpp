@@ -165,6 +165,22 @@ void PagedKvStore::ReadMlaRow(int64_t seq, int64_t layer, int64_t pos, float* ou
   Decode(MlaPtr(seq, layer, pos), mla_width_, scales_[layer], out);
 }
 
+bool PagedKvStore::MlaRowsBf16(int64_t seq, int64_t layer, std::span<const int64_t> pos,
+                               const uint16_t** out) {
+  if (dtype_ != KvCacheDtype::kBf16) return false;
+  const std::vector<int32_t>& t = tables_.at(seq);
+  MX_CHECK_LT(layer, n_layers_);
+  const int64_t pages = static_cast<int64_t>(t.size());
+  for (size_t i = 0; i < pos.size(); ++i) {
+    const int64_t p = pos[i] / page_size_, slot = pos[i] % page_size_;
+    MX_CHECK_LT(p, pages);
+    const uint8_t* row =
+        mla_.data() + (((t[p] * n_layers_ + layer) * page_size_ + slot) * mla_width_) * elem_;
+    out[i] = reinterpret_cast<const uint16_t*>(row);
+  }
+  return true;
+}
+
 void PagedKvStore::WriteIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, const float* row) {
   Encode(row, index_width_, scales_[layer], IdxPtr(seq, layer, pos));
 }

@@ -55,6 +55,8 @@ class PagedKvStore final : public KvStore {
   Status Reserve(int64_t seq, int64_t n_positions) override;
   void WriteMlaRow(int64_t seq, int64_t layer, int64_t pos, const float* row) override;
   void ReadMlaRow(int64_t seq, int64_t layer, int64_t pos, float* out) override;
+  bool MlaRowsBf16(int64_t seq, int64_t layer, std::span<const int64_t> pos,
+                   const uint16_t** out) override;
   void WriteIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, const float* row) override;
   void ReadIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, float* out) override;
   Result<KvPageLayout> PageLayout(std::span<const int64_t> seqs) const override;

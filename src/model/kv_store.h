@@ -46,6 +46,15 @@ class KvStore {
   // each other (the forward reads a layer's rows on the pool).
   virtual void WriteMlaRow(int64_t seq, int64_t layer, int64_t pos, const float* row) = 0;
   virtual void ReadMlaRow(int64_t seq, int64_t layer, int64_t pos, float* out) = 0;
+  // Where the MLA rows of positions pos[0..n) of (seq, layer) sit, in place, when the store
+  // keeps them as bf16 values (mla_cache_values each): writes out[0..n) and returns true; false
+  // (nothing written) for a store of another dtype, whose rows ReadMlaRow widens. The pointers
+  // stay valid until the next Reserve of seq or its removal. REQUIRES: Reserve(seq, > pos[i]).
+  virtual bool MlaRowsBf16(int64_t seq, int64_t layer, std::span<const int64_t> pos,
+                           const uint16_t** out) {
+    (void)seq, (void)layer, (void)pos, (void)out;
+    return false;
+  }
   // REQUIRES: additionally, `layer` is a full-indexer layer; index_head_dim floats.
   virtual void WriteIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, const float* row) = 0;
   virtual void ReadIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, float* out) = 0;

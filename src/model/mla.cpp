@@ -35,23 +35,27 @@ namespace {
 constexpr int64_t kQueryTile = 32;
 
 struct MlaScratch {
-  std::vector<float> o;           // [T, H·Dv]
-  std::vector<float> kv;          // [T, Rkv+Dr] MlaProject
-  std::vector<float> rows;        // [U, Rkv+Dr] read cache rows
-  std::vector<float> lat;         // [U, Rkv] expanded: the latents to decompress
-  std::vector<float> kvb;         // [U, H, Dn+Dv] expanded: decompressed rows
-  std::vector<float> qn;          // PerHeadGemm's MXFP4 staging
-  std::vector<float> q_lat;       // [H, m, Rkv]
-  std::vector<float> o_lat;       // [H, m, Rkv]
-  std::vector<float> oh;          // PerHeadGemm's MXFP4 staging
-  std::vector<int32_t> slot;      // [S] position → row in `rows`, −1 when not read
-  std::vector<uint64_t> mask;     // [m, U/64] expanded: the sparse rows' selections
-  std::vector<int64_t> read;      // [U] positions read
-  std::vector<const float*> ptr;  // shared key pointers (absorbed dense: lat / pe)
+  std::vector<float> o;                // [T, H·Dv]
+  std::vector<float> kv;               // [T, Rkv+Dr] MlaProject
+  std::vector<float> rows;             // [U, Rkv+Dr] read cache rows
+  std::vector<float> lat;              // [U, Rkv] expanded: the latents to decompress
+  std::vector<float> kvb;              // [U, H, Dn+Dv] expanded: decompressed rows
+  std::vector<float> qn;               // PerHeadGemm's MXFP4 staging
+  std::vector<float> q_lat;            // [H, m, Rkv]
+  std::vector<float> o_lat;            // [H, m, Rkv]
+  std::vector<float> oh;               // PerHeadGemm's MXFP4 staging
+  std::vector<int32_t> slot;           // [S] position → row in `rows`, −1 when not read
+  std::vector<uint64_t> mask;          // [m, U/64] expanded: the sparse rows' selections
+  std::vector<int64_t> read;           // [U] positions read
+  std::vector<const float*> ptr;       // shared key pointers (absorbed dense: lat / pe)
+  std::vector<const uint16_t*> ptr16;  // the same into a bf16 cache, in place
+  std::vector<int64_t> dense;          // [S] positions 0..S−1
   // Per worker: kernel scratch, three pointer arrays and the rows' limits.
   std::vector<float> w_scratch;
   std::vector<const float*> w_ptr;
   std::vector<int64_t> w_lim;
+  std::vector<const uint16_t*> w_ptr16;  // per worker: index_topk key pointers into the cache
+  std::vector<int64_t> w_pos;            // per worker: index_topk selected positions
 };
 
 MlaScratch& MlaBuffers() {
@@ -270,46 +274,87 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   float* o_lat = Grow(s.o_lat, H * m * Rkv);
   PerHeadGemm(ctx, q + r0 * H * Dq, H * Dq, Dq, m, w.kv_b_uk_t, 0, Rkv, Rkv, q_lat, Rkv, m * Rkv,
               s.qn);
-  const int64_t U = ReadAttendedRows(ctx, g.seq, layer, r0, r1, /*all=*/false, topk, s);
-  const float* rows = s.rows.data();
-  const int32_t* slot = s.slot.data();
-  // Keys [latent | k_pe], values the latent. A dense row attends positions 0..p, which are
-  // rows 0..p (every position before the last dense row was read, in order): shared pointers.
-  const float** shared = Grow(s.ptr, 2 * U);
-  for (int64_t t = 0; t < U; ++t) {
-    shared[t] = rows + t * W;
-    shared[U + t] = shared[t] + Rkv;
+  // Keys [latent | k_pe], values the latent. A store of bf16 rows is attended in place
+  // (attend_rows_bf16: the bits of attend_rows over the widened rows, without widening them);
+  // otherwise the attended rows are read into s.rows first.
+  int64_t S = 0;  // dense rows attend positions 0..p, all below S
+  for (int64_t r = r0; r < r1; ++r) {
+    if (!IsSparse(ctx, topk, r)) S = std::max(S, ctx.pos[r] + 1);
+  }
+  int64_t* dense = Grow(s.dense, std::max<int64_t>(S, 1));
+  for (int64_t t = 0; t < S; ++t) dense[t] = t;
+  const uint16_t** shared16 = Grow(s.ptr16, 2 * std::max<int64_t>(S, 1));
+  const bool in_place = ctx.kv.MlaRowsBf16(g.seq, layer, {dense, static_cast<size_t>(S)}, shared16);
+  const float** shared = nullptr;
+  const float* rows = nullptr;
+  const int32_t* slot = nullptr;
+  if (in_place) {
+    for (int64_t t = 0; t < S; ++t) shared16[S + t] = shared16[t] + Rkv;
+  } else {
+    const int64_t U = ReadAttendedRows(ctx, g.seq, layer, r0, r1, /*all=*/false, topk, s);
+    rows = s.rows.data();
+    slot = s.slot.data();
+    // A dense row attends positions 0..p, which are rows 0..p (every position before the last
+    // dense row was read, in order): shared pointers.
+    shared = Grow(s.ptr, 2 * U);
+    for (int64_t t = 0; t < U; ++t) {
+      shared[t] = rows + t * W;
+      shared[U + t] = shared[t] + Rkv;
+    }
+    S = U;
   }
   // Tasks (query, head block), queries in zig-zag order; few queries split the heads so every
   // worker has work.
   const int64_t workers = ctx.pool.size();
   const int64_t n_blocks = m >= workers ? 1 : std::min<int64_t>(H, (workers + m - 1) / m);
   const int64_t hb = (H + n_blocks - 1) / n_blocks;
-  ReserveWorkers(s, ctx.pool.size(), hb, c.index_topk);
+  const int64_t K = c.index_topk;
+  ReserveWorkers(s, ctx.pool.size(), hb, K);
+  Grow(s.w_ptr16, workers * 2 * K);
+  Grow(s.w_pos, workers * K);
   ctx.pool.parallel_for(0, m * n_blocks, [&](int64_t lo, int64_t hi, int worker) {
-    const WorkerBufs b = Worker(s, worker, hb, c.index_topk);
+    const WorkerBufs b = Worker(s, worker, hb, K);
+    const uint16_t** ka16 = s.w_ptr16.data() + worker * 2 * K;
+    int64_t* sel = s.w_pos.data() + worker * K;
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t z = task / n_blocks, h0 = (task % n_blocks) * hb, h1 = std::min(H, h0 + hb);
       const int64_t i = z % 2 == 0 ? z / 2 : m - 1 - z / 2;  // zig-zag: dense rows grow in cost
       if (h0 >= h1) continue;
+      const bool sparse = IsSparse(ctx, topk, r0 + i);
       int64_t n = 0;
-      const float* const* ka = shared;
-      const float* const* kb = shared + U;
-      if (IsSparse(ctx, topk, r0 + i)) {
-        ForSelected(ctx, topk, r0 + i, [&](int64_t t) {
-          b.ka[n] = rows + slot[t] * W;
-          b.kb[n] = b.ka[n] + Rkv;
-          ++n;
-        });
-        ka = b.ka;
-        kb = b.kb;
+      if (sparse) {
+        ForSelected(ctx, topk, r0 + i, [&](int64_t t) { sel[n++] = t; });
       } else {
         n = ctx.pos[r0 + i] + 1;
       }
+      const float* qa = q_lat + (h0 * m + i) * Rkv;
       const float* qb = q + ((r0 + i) * H + h0) * Dq + Dn;
-      ctx.kt.attend_rows(q_lat + (h0 * m + i) * Rkv, m * Rkv, qb, Dq, h1 - h0, Rkv, Dr, ka, kb, ka,
-                         Rkv, n, nullptr, nullptr, 0, scale, b.scratch, o_lat + (h0 * m + i) * Rkv,
-                         m * Rkv);
+      float* out = o_lat + (h0 * m + i) * Rkv;
+      if (in_place) {
+        const uint16_t* const* ka = shared16;
+        const uint16_t* const* kb = shared16 + S;
+        if (sparse) {
+          MX_CHECK(ctx.kv.MlaRowsBf16(g.seq, layer, {sel, static_cast<size_t>(n)}, ka16));
+          for (int64_t j = 0; j < n; ++j) ka16[K + j] = ka16[j] + Rkv;
+          ka = ka16;
+          kb = ka16 + K;
+        }
+        ctx.kt.attend_rows_bf16(qa, m * Rkv, qb, Dq, h1 - h0, Rkv, Dr, ka, kb, ka, Rkv, n, nullptr,
+                                nullptr, 0, scale, b.scratch, out, m * Rkv);
+        continue;
+      }
+      const float* const* ka = shared;
+      const float* const* kb = shared + S;
+      if (sparse) {
+        for (int64_t j = 0; j < n; ++j) {
+          b.ka[j] = rows + slot[sel[j]] * W;
+          b.kb[j] = b.ka[j] + Rkv;
+        }
+        ka = b.ka;
+        kb = b.kb;
+      }
+      ctx.kt.attend_rows(qa, m * Rkv, qb, Dq, h1 - h0, Rkv, Dr, ka, kb, ka, Rkv, n, nullptr,
+                         nullptr, 0, scale, b.scratch, out, m * Rkv);
     }
   });
   // o[h] [m, Dv] = o_lat[h] · W_UVᵀ, one GEMM per head, straight into o's head columns.

@@ -1,0 +1,93 @@
+// A bf16 paged store is attended in place (KvStore::MlaRowsBf16, attend_rows_bf16); the same
+// forward through a store that only widens rows (ReadMlaRow) must give the same bits: chunked
+// prefill past index_topk (dense and sparse rows, absorbed after the first chunk) and decode
+// steps, at every kernel level this CPU runs, with the pages scattered.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "kernels/kernels.h"
+#include "kv/paged_kv_store.h"
+#include "model/model.h"
+#include "model/model_test_util.h"
+
+namespace mx::paged_in_place_test {
+namespace {
+
+// Forwards everything to a paged store but keeps KvStore's MlaRowsBf16 (false: read widened).
+class WideningStore final : public KvStore {
+ public:
+  explicit WideningStore(PagedKvStore& s) : s_(s) {}
+  Status Reserve(int64_t seq, int64_t n) override { return s_.Reserve(seq, n); }
+  void WriteMlaRow(int64_t seq, int64_t l, int64_t p, const float* r) override {
+    s_.WriteMlaRow(seq, l, p, r);
+  }
+  void ReadMlaRow(int64_t seq, int64_t l, int64_t p, float* o) override {
+    s_.ReadMlaRow(seq, l, p, o);
+  }
+  void WriteIndexerKeyRow(int64_t seq, int64_t l, int64_t p, const float* r) override {
+    s_.WriteIndexerKeyRow(seq, l, p, r);
+  }
+  void ReadIndexerKeyRow(int64_t seq, int64_t l, int64_t p, float* o) override {
+    s_.ReadIndexerKeyRow(seq, l, p, o);
+  }
+
+ private:
+  PagedKvStore& s_;
+};
+
+std::vector<float> Forward(const Model& m, KvStore& kv, const std::vector<int32_t>& ids,
+                       const KernelTable& kt, ThreadPool& pool) {
+  ForwardOptions o;
+  o.logits = LogitsMode::kAll;
+  std::vector<float> logits;
+  const int64_t n = static_cast<int64_t>(ids.size()), prompt = n - 4;
+  for (int64_t b = 0; b < n;) {  // chunks of 9, then one token per step
+    const int64_t e = b < prompt ? std::min(prompt, b + 9) : b + 1;
+    ForwardBatch batch;
+    batch.seqs.push_back({0, b, {ids.begin() + b, ids.begin() + e}, {}});
+    auto out = m.Forward(batch, o, kv, kt, pool);
+    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    if (!out.ok()) return {};
+    logits.insert(logits.end(), out->logits.begin(), out->logits.end());
+    b = e;
+  }
+  return logits;
+}
+
+TEST(PagedInPlace, Bf16RowsInPlaceGiveTheWidenedRowsBits) {
+  auto loaded = Model::Load(TestCheckpointDir("tiny"), [](ModelConfig& c) { c.index_topk = 8; });
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const Model& m = **loaded;
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(m.config().vocab_size) - 1);
+  std::vector<int32_t> ids(40);
+  for (auto& t : ids) t = tok(rng);
+  constexpr int64_t kPage = 4, kPages = 16;
+  std::vector<int32_t> table(kPages);
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), rng);
+  ThreadPool pool(2);
+  for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
+    const KernelTable* kt = GetKernelTable(l);
+    if (kt == nullptr) continue;
+    PagedKvStore direct(m.config(), kPage, kPages, KvCacheDtype::kBf16);
+    PagedKvStore under(m.config(), kPage, kPages, KvCacheDtype::kBf16);
+    direct.PageTable(0) = table;
+    under.PageTable(0) = table;
+    const uint16_t* probe = nullptr;
+    const int64_t p0 = 0;
+    ASSERT_TRUE(direct.MlaRowsBf16(0, 0, {&p0, 1}, &probe));  // the in-place path is taken
+    WideningStore widened(under);
+    const std::vector<float> a = Forward(m, direct, ids, *kt, pool);
+    const std::vector<float> b = Forward(m, widened, ids, *kt, pool);
+    ASSERT_EQ(a.size(), ids.size() * m.config().vocab_size);
+    EXPECT_EQ(a, b) << KernelLevelName(l);
+  }
+}
+
+}  // namespace
+}  // namespace mx::paged_in_place_test
