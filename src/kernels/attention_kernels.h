@@ -45,6 +45,11 @@ using AttendRowsBf16Fn = void (*)(const float* qa, int64_t ldqa, const float* qb
                                   float scale, float* scratch, float* out, int64_t ldo);
 using IndexerScoresFn = void (*)(const float* q, const float* w, int64_t hi, int64_t di,
                                  const float* panels, int64_t n, float scale, float* out);
+// indexer_scores over bf16 panels, one pointer per kIndexerPanel positions (a bf16 cache's
+// indexer keys in place): the bits of indexer_scores over the panels widened to fp32.
+using IndexerScoresBf16Fn = void (*)(const float* q, const float* w, int64_t hi, int64_t di,
+                                     const uint16_t* const* panels, int64_t n, float scale,
+                                     float* out);
 using TopKSetFn = void (*)(const float* scores, int64_t n, int64_t k, int32_t* out,
                            int32_t* scratch);
 
@@ -60,6 +65,8 @@ void AttendRowsBf16(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb
                     int64_t ldo);
 void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,
                    int64_t n, float scale, float* out);
+void IndexerScoresBf16(const float* q, const float* w, int64_t hi, int64_t di,
+                       const uint16_t* const* panels, int64_t n, float scale, float* out);
 // The slow twin of topk_set: a partial sort, then the set sorted by position.
 void TopKSet(const float* scores, int64_t n, int64_t k, int32_t* out, int32_t* scratch);
 }  // namespace ref
@@ -81,6 +88,8 @@ void AttendRowsBf16(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb
                     int64_t ldo);
 void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,
                    int64_t n, float scale, float* out);
+void IndexerScoresBf16(const float* q, const float* w, int64_t hi, int64_t di,
+                       const uint16_t* const* panels, int64_t n, float scale, float* out);
 }  // namespace avx2
 
 namespace avx512 {
@@ -95,6 +104,8 @@ void AttendRowsBf16(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb
                     int64_t ldo);
 void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,
                    int64_t n, float scale, float* out);
+void IndexerScoresBf16(const float* q, const float* w, int64_t hi, int64_t di,
+                       const uint16_t* const* panels, int64_t n, float scale, float* out);
 }  // namespace avx512
 
 }  // namespace mx

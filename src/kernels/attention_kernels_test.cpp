@@ -255,6 +255,36 @@ TEST(AttentionKernels, IndexerScoresMatchFloat64AtEveryLevel) {
 
 // The radix select gives exactly the partial sort's set: many ties (rounded scores), negative
 // and positive values, ±0, k = 1, k = n, long rows.
+// indexer_scores_bf16 over bf16 panels at scattered addresses gives indexer_scores' bits over
+// the same panels widened to fp32, at every level, n not a multiple of the panel width.
+TEST(AttentionKernels, IndexerScoresOverBf16PanelsEqualTheWidenedPanels) {
+  const uint32_t seed = FreshSeed();
+  std::mt19937 rng(seed);
+  for (const int64_t n : {1, 16, 37, 300}) {
+    constexpr int64_t hi = 8, di = 128;
+    const int64_t n_panels = (n + kIndexerPanel - 1) / kIndexerPanel, pf = kIndexerPanel * di;
+    const auto q = Randn(hi * di, rng), w = Randn(hi, rng), f = Randn(n_panels * pf, rng);
+    std::vector<uint16_t> h(f.size());
+    std::vector<float> wide(f.size());
+    for (size_t i = 0; i < f.size(); ++i) h[i] = F32ToBf16(f[i]), wide[i] = Bf16ToF32(h[i]);
+    // The bf16 panels in reverse order in memory, reached through pointers.
+    std::vector<uint16_t> scattered(h.size());
+    std::vector<const uint16_t*> ptr(n_panels);
+    for (int64_t p = 0; p < n_panels; ++p) {
+      const int64_t at = (n_panels - 1 - p) * pf;
+      std::copy_n(h.begin() + p * pf, pf, scattered.begin() + at);
+      ptr[p] = scattered.data() + at;
+    }
+    for (const KernelTable* kt : Levels()) {
+      std::vector<float> want(n, std::numeric_limits<float>::quiet_NaN()), got(want);
+      kt->indexer_scores(q.data(), w.data(), hi, di, wide.data(), n, 0.09f, want.data());
+      kt->indexer_scores_bf16(q.data(), w.data(), hi, di, ptr.data(), n, 0.09f, got.data());
+      for (float x : got) ASSERT_TRUE(std::isfinite(x)) << KernelLevelName(kt->level);
+      ASSERT_EQ(got, want) << KernelLevelName(kt->level) << " n=" << n << " seed=" << seed;
+    }
+  }
+}
+
 TEST(AttentionKernels, TopKSetEqualsThePartialSortsSetAtEveryLevel) {
   const uint32_t seed = FreshSeed();
   std::mt19937 rng(seed);

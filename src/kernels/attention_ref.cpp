@@ -80,6 +80,17 @@ void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const
   }
 }
 
+// The panels widened to one fp32 panel set, then IndexerScores.
+void IndexerScoresBf16(const float* q, const float* w, int64_t hi, int64_t di,
+                       const uint16_t* const* panels, int64_t n, float scale, float* out) {
+  const int64_t n_panels = (n + kIndexerPanel - 1) / kIndexerPanel, pf = kIndexerPanel * di;
+  std::vector<float> wide(n_panels * pf);
+  for (int64_t p = 0; p < n_panels; ++p) {
+    for (int64_t i = 0; i < pf; ++i) wide[p * pf + i] = Bf16ToF32(panels[p][i]);
+  }
+  IndexerScores(q, w, hi, di, wide.data(), n, scale, out);
+}
+
 void TopKSet(const float* scores, int64_t n, int64_t k, int32_t* out, int32_t* scratch) {
   int32_t* order = scratch;
   std::iota(order, order + n, 0);

@@ -54,6 +54,7 @@ constexpr KernelTable kRefTable = {
     .attend_rows = ref::AttendRows,
     .attend_rows_bf16 = ref::AttendRowsBf16,
     .indexer_scores = ref::IndexerScores,
+    .indexer_scores_bf16 = ref::IndexerScoresBf16,
     .topk_set = ref::TopKSet,
     .gemm_fp8 = ref::GemmFp8,
 };
@@ -69,6 +70,7 @@ const KernelTable& Avx2WithMxfp4() {
     k.attend_rows = avx2::AttendRows;
     k.attend_rows_bf16 = avx2::AttendRowsBf16;
     k.indexer_scores = avx2::IndexerScores;
+    k.indexer_scores_bf16 = avx2::IndexerScoresBf16;
     k.topk_set = RadixTopKSet;
     return k;
   }();
@@ -83,6 +85,7 @@ const KernelTable& Avx512WithMxfp4() {
     k.attend_rows = avx512::AttendRows;
     k.attend_rows_bf16 = avx512::AttendRowsBf16;
     k.indexer_scores = avx512::IndexerScores;
+    k.indexer_scores_bf16 = avx512::IndexerScoresBf16;
     k.topk_set = RadixTopKSet;
     k.gemm_bf16_packed = avx512::GemmBf16PackedFma;
     if (GetCpuFeatures().avx512bf16) {

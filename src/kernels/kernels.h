@@ -88,6 +88,9 @@ struct KernelTable {
   // The DSA indexer's scores of one query over n keys in panels (attention_kernels.h):
   //   out[t] = Σ_h w[h] · max(scale · q[h, Di]·k_t, 0), heads summed in order.
   IndexerScoresFn indexer_scores = nullptr;
+  // indexer_scores over bf16 panels in place (one pointer per kIndexerPanel positions): the
+  // same bits as over the panels widened to fp32.
+  IndexerScoresBf16Fn indexer_scores_bf16 = nullptr;
   // out[k] = the positions of the k largest scores[n] (ties → lower position), ascending.
   // `scratch` holds TopKSetScratch(n) int32s. REQUIRES: k <= n; no NaN scores.
   TopKSetFn topk_set = nullptr;

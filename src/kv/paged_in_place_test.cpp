@@ -1,7 +1,8 @@
 // A bf16 paged store is attended in place (KvStore::MlaRowsBf16, attend_rows_bf16); the same
 // forward through a store that only widens rows (ReadMlaRow) must give the same bits: chunked
 // prefill past index_topk (dense and sparse rows, absorbed after the first chunk) and decode
-// steps, at every kernel level this CPU runs, with the pages scattered.
+// steps, at every kernel level this CPU runs, with the pages scattered. The same for the indexer
+// keys kept as panels (KvStore::IndexerPanelsBf16, indexer_scores_bf16).
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "kernels/attention_kernels.h"
 #include "kernels/kernels.h"
 #include "kv/paged_kv_store.h"
 #include "model/model.h"
@@ -40,7 +42,7 @@ class WideningStore final : public KvStore {
 };
 
 std::vector<float> Forward(const Model& m, KvStore& kv, const std::vector<int32_t>& ids,
-                       const KernelTable& kt, ThreadPool& pool) {
+                           const KernelTable& kt, ThreadPool& pool) {
   ForwardOptions o;
   o.logits = LogitsMode::kAll;
   std::vector<float> logits;
@@ -66,27 +68,32 @@ TEST(PagedInPlace, Bf16RowsInPlaceGiveTheWidenedRowsBits) {
   std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(m.config().vocab_size) - 1);
   std::vector<int32_t> ids(40);
   for (auto& t : ids) t = tok(rng);
-  constexpr int64_t kPage = 4, kPages = 16;
+  constexpr int64_t kPages = 64;
   std::vector<int32_t> table(kPages);
   std::iota(table.begin(), table.end(), 0);
   std::shuffle(table.begin(), table.end(), rng);
   ThreadPool pool(2);
-  for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
-    const KernelTable* kt = GetKernelTable(l);
-    if (kt == nullptr) continue;
-    PagedKvStore direct(m.config(), kPage, kPages, KvCacheDtype::kBf16);
-    PagedKvStore under(m.config(), kPage, kPages, KvCacheDtype::kBf16);
-    direct.PageTable(0) = table;
-    under.PageTable(0) = table;
-    const uint16_t* probe = nullptr;
-    const int64_t p0 = 0;
-    ASSERT_TRUE(direct.MlaRowsBf16(0, 0, {&p0, 1}, &probe));  // the in-place path is taken
-    WideningStore widened(under);
-    const std::vector<float> a = Forward(m, direct, ids, *kt, pool);
-    const std::vector<float> b = Forward(m, widened, ids, *kt, pool);
-    ASSERT_EQ(a.size(), ids.size() * m.config().vocab_size);
-    EXPECT_EQ(a, b) << KernelLevelName(l);
-  }
+  // Pages of 4 keep the indexer keys as rows (read and widened); pages of 16 as panels, scored
+  // in place.
+  for (const int64_t kPage : {4, 16})
+    for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
+      const KernelTable* kt = GetKernelTable(l);
+      if (kt == nullptr) continue;
+      PagedKvStore direct(m.config(), kPage, kPages, KvCacheDtype::kBf16);
+      PagedKvStore under(m.config(), kPage, kPages, KvCacheDtype::kBf16);
+      direct.PageTable(0) = table;
+      under.PageTable(0) = table;
+      const uint16_t* probe = nullptr;
+      const int64_t p0 = 0;
+      ASSERT_TRUE(direct.MlaRowsBf16(0, 0, {&p0, 1}, &probe));  // the in-place paths are taken
+      const int64_t full = m.config().mtp_layer_index();        // the MTP layer is full
+      EXPECT_EQ(direct.IndexerPanelsBf16(0, full, 1, &probe), kPage % kIndexerPanel == 0);
+      WideningStore widened(under);
+      const std::vector<float> a = Forward(m, direct, ids, *kt, pool);
+      const std::vector<float> b = Forward(m, widened, ids, *kt, pool);
+      ASSERT_EQ(a.size(), ids.size() * m.config().vocab_size);
+      EXPECT_EQ(a, b) << KernelLevelName(l) << " page " << kPage;
+    }
 }
 
 }  // namespace

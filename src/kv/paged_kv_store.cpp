@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "kernels/attention_kernels.h"
 
 namespace mx {
 
@@ -77,6 +78,7 @@ PagedKvStore::PagedKvStore(const ModelConfig& c, int64_t page_size, int64_t n_pa
     const bool full = c.has_indexer && c.is_full_indexer_layer(l);
     full_slot_.push_back(full ? n_full_++ : -1);
   }
+  panels_ = page_size % kIndexerPanel == 0;
   mla_ = PageBuffer(static_cast<size_t>(n_pages * n_layers_ * page_size * mla_width_ * elem_));
   idx_ = PageBuffer(static_cast<size_t>(n_pages * n_full_ * page_size * index_width_ * elem_));
 }
@@ -101,14 +103,18 @@ uint8_t* PagedKvStore::MlaPtr(int64_t seq, int64_t layer, int64_t pos) {
   return mla_.data() + (((page * n_layers_ + layer) * page_size_ + slot) * mla_width_) * elem_;
 }
 
-uint8_t* PagedKvStore::IdxPtr(int64_t seq, int64_t layer, int64_t pos) {
+uint8_t* PagedKvStore::IdxPage(int64_t seq, int64_t layer, int64_t pos) {
   const std::vector<int32_t>& t = tables_.at(seq);
   const int64_t i = pos / page_size_;
   MX_CHECK_LT(i, static_cast<int64_t>(t.size()));
   const int64_t f = full_slot_[layer];
   MX_CHECK_GE(f, 0);
-  const int64_t page = t[i], slot = pos % page_size_;
-  return idx_.data() + (((page * n_full_ + f) * page_size_ + slot) * index_width_) * elem_;
+  return idx_.data() + ((t[i] * n_full_ + f) * page_size_ * index_width_) * elem_;
+}
+
+int64_t PagedKvStore::IdxOffset(int64_t slot, int64_t d) const {
+  if (!panels_) return slot * index_width_ + d;
+  return IndexerPanelIndex(slot, d, index_width_);
 }
 
 void PagedKvStore::Encode(const float* x, int64_t n, float scale, uint8_t* dst) const {
@@ -182,11 +188,38 @@ bool PagedKvStore::MlaRowsBf16(int64_t seq, int64_t layer, std::span<const int64
 }
 
 void PagedKvStore::WriteIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, const float* row) {
-  Encode(row, index_width_, scales_[layer], IdxPtr(seq, layer, pos));
+  uint8_t* page = IdxPage(seq, layer, pos);
+  const int64_t slot = pos % page_size_;
+  if (!panels_) return Encode(row, index_width_, scales_[layer], page + IdxOffset(slot, 0) * elem_);
+  for (int64_t d = 0; d < index_width_; ++d) {
+    Encode(row + d, 1, scales_[layer], page + IdxOffset(slot, d) * elem_);
+  }
 }
 
 void PagedKvStore::ReadIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, float* out) {
-  Decode(IdxPtr(seq, layer, pos), index_width_, scales_[layer], out);
+  uint8_t* page = IdxPage(seq, layer, pos);
+  const int64_t slot = pos % page_size_;
+  if (!panels_) return Decode(page + IdxOffset(slot, 0) * elem_, index_width_, scales_[layer], out);
+  for (int64_t d = 0; d < index_width_; ++d) {
+    Decode(page + IdxOffset(slot, d) * elem_, 1, scales_[layer], out + d);
+  }
+}
+
+bool PagedKvStore::IndexerPanelsBf16(int64_t seq, int64_t layer, int64_t n, const uint16_t** out) {
+  if (dtype_ != KvCacheDtype::kBf16 || !panels_) return false;
+  const std::vector<int32_t>& t = tables_.at(seq);
+  const int64_t f = full_slot_[layer];
+  MX_CHECK_GE(f, 0);
+  const int64_t n_panels = (n + kIndexerPanel - 1) / kIndexerPanel;
+  const int64_t per_page = page_size_ / kIndexerPanel;
+  for (int64_t p = 0; p < n_panels; ++p) {
+    const int64_t i = p / per_page;
+    MX_CHECK_LT(i, static_cast<int64_t>(t.size()));
+    const uint8_t* page = idx_.data() + ((t[i] * n_full_ + f) * page_size_ * index_width_) * elem_;
+    out[p] = reinterpret_cast<const uint16_t*>(page) +
+             IndexerPanelIndex((p % per_page) * kIndexerPanel, 0, index_width_);
+  }
+  return true;
 }
 
 Result<KvPageLayout> PagedKvStore::PageLayout(std::span<const int64_t> seqs) const {

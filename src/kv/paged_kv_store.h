@@ -59,11 +59,17 @@ class PagedKvStore final : public KvStore {
                    const uint16_t** out) override;
   void WriteIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, const float* row) override;
   void ReadIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, float* out) override;
+  // True for a bf16 store whose page size is a multiple of kIndexerPanel: its pages hold the
+  // indexer keys as panels (any other store keeps them as rows).
+  bool IndexerPanelsBf16(int64_t seq, int64_t layer, int64_t n, const uint16_t** out) override;
   Result<KvPageLayout> PageLayout(std::span<const int64_t> seqs) const override;
 
  private:
   uint8_t* MlaPtr(int64_t seq, int64_t layer, int64_t pos);
-  uint8_t* IdxPtr(int64_t seq, int64_t layer, int64_t pos);
+  // Where element d of an indexer key row sits from IdxPage (the base of its page and layer):
+  // rows (slot·Di + d) or, when panels_, panels of kIndexerPanel slots ([Di, kIndexerPanel]).
+  uint8_t* IdxPage(int64_t seq, int64_t layer, int64_t pos);
+  int64_t IdxOffset(int64_t slot, int64_t d) const;
   void Encode(const float* x, int64_t n, float scale, uint8_t* dst) const;
   void Decode(const uint8_t* src, int64_t n, float scale, float* x) const;
 
@@ -72,6 +78,7 @@ class PagedKvStore final : public KvStore {
   int64_t elem_;
   std::vector<int64_t> full_slot_;  // [n_layers] index among full-indexer layers, or -1
   int64_t n_full_ = 0;
+  bool panels_;  // indexer keys as panels in each page (page_size % kIndexerPanel == 0)
   std::vector<float> scales_;  // [n_layers]
   PageBuffer mla_;             // zero pages until written: a large pool costs nothing at start
   PageBuffer idx_;

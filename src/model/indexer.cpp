@@ -26,13 +26,14 @@ void LayerNorm(float* x, const float* w, const float* b, float eps, int64_t n) {
 }
 
 struct IndexerScratch {
-  std::vector<float> qi;              // [T, Hi, Di]
-  std::vector<float> ki;              // [T, Di]
-  std::vector<float> hw;              // [T, Hi]
-  std::vector<float> panels;          // [S / 16, Di, 16] the group's keys
-  std::vector<float> key;             // [workers, Di]
-  std::vector<float> scores;          // [workers, S]
-  std::vector<int32_t> topk_scratch;  // [workers, TopKSetScratch(S)]
+  std::vector<float> qi;                   // [T, Hi, Di]
+  std::vector<float> ki;                   // [T, Di]
+  std::vector<float> hw;                   // [T, Hi]
+  std::vector<float> panels;               // [S / 16, Di, 16] the group's keys
+  std::vector<const uint16_t*> panel_ptr;  // [S / 16] the group's keys in a bf16 store, in place
+  std::vector<float> key;                  // [workers, Di]
+  std::vector<float> scores;               // [workers, S]
+  std::vector<int32_t> topk_scratch;       // [workers, TopKSetScratch(S)]
 };
 
 IndexerScratch& IndexerBuffers() {
@@ -86,21 +87,26 @@ void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer
     }
     if (first_scored == g.end) continue;
     const int64_t S = ctx.pos[g.end - 1] + 1;
-    float* panels = Grow(s.panels, IndexerPanelFloats(S, Di));
     const int workers = ctx.pool.size();
-    float* keys = Grow(s.key, workers * Di);  // one row buffer per worker
     const int64_t n_panels = (S + kIndexerPanel - 1) / kIndexerPanel;
-    ctx.pool.parallel_for(0, n_panels, [&](int64_t lo, int64_t hi, int worker) {
-      float* key = keys + worker * Di;
-      for (int64_t t = lo * kIndexerPanel; t < std::min(S, hi * kIndexerPanel); ++t) {
-        if (t % kIndexerPanel == 0) {  // zero each panel first: its lanes past S stay 0
-          std::fill(panels + IndexerPanelIndex(t, 0, Di),
-                    panels + IndexerPanelIndex(t, 0, Di) + kIndexerPanel * Di, 0.0f);
+    // A store that keeps the keys as bf16 panels is scored in place (indexer_scores_bf16: the
+    // bits of indexer_scores over the widened panels); otherwise the keys are read into panels.
+    const uint16_t** in_place = Grow(s.panel_ptr, n_panels);
+    const bool bf16_panels = ctx.kv.IndexerPanelsBf16(g.seq, layer, S, in_place);
+    float* panels = bf16_panels ? nullptr : Grow(s.panels, IndexerPanelFloats(S, Di));
+    float* keys = Grow(s.key, workers * Di);  // one row buffer per worker
+    if (!bf16_panels)
+      ctx.pool.parallel_for(0, n_panels, [&](int64_t lo, int64_t hi, int worker) {
+        float* key = keys + worker * Di;
+        for (int64_t t = lo * kIndexerPanel; t < std::min(S, hi * kIndexerPanel); ++t) {
+          if (t % kIndexerPanel == 0) {  // zero each panel first: its lanes past S stay 0
+            std::fill(panels + IndexerPanelIndex(t, 0, Di),
+                      panels + IndexerPanelIndex(t, 0, Di) + kIndexerPanel * Di, 0.0f);
+          }
+          ctx.kv.ReadIndexerKeyRow(g.seq, layer, t, key);
+          for (int64_t d = 0; d < Di; ++d) panels[IndexerPanelIndex(t, d, Di)] = key[d];
         }
-        ctx.kv.ReadIndexerKeyRow(g.seq, layer, t, key);
-        for (int64_t d = 0; d < Di; ++d) panels[IndexerPanelIndex(t, d, Di)] = key[d];
-      }
-    });
+      });
     float* scores = Grow(s.scores, workers * S);
     int32_t* tk_scratch = Grow(s.topk_scratch, workers * TopKSetScratch(S));
     // Rows in zig-zag order (row j's cost grows with its position), so any contiguous split of
@@ -112,7 +118,12 @@ void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer
       for (int64_t j = lo; j < hi; ++j) {
         const int64_t r = first_scored + (j % 2 == 0 ? j / 2 : n_scored - 1 - j / 2);
         const int64_t n = ctx.pos[r] + 1;
-        ctx.kt.indexer_scores(qi + r * Hi * Di, hw + r * Hi, Hi, Di, panels, n, dot_scale, sc);
+        if (bf16_panels) {
+          ctx.kt.indexer_scores_bf16(qi + r * Hi * Di, hw + r * Hi, Hi, Di, in_place, n, dot_scale,
+                                     sc);
+        } else {
+          ctx.kt.indexer_scores(qi + r * Hi * Di, hw + r * Hi, Hi, Di, panels, n, dot_scale, sc);
+        }
         ctx.kt.topk_set(sc, n, K, topk + r * K, ts);
       }
     });

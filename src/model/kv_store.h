@@ -58,6 +58,15 @@ class KvStore {
   // REQUIRES: additionally, `layer` is a full-indexer layer; index_head_dim floats.
   virtual void WriteIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, const float* row) = 0;
   virtual void ReadIndexerKeyRow(int64_t seq, int64_t layer, int64_t pos, float* out) = 0;
+  // The indexer keys of positions [0, n) of (seq, layer) in place as bf16 panels
+  // (attention_kernels.h: [index_head_dim, kIndexerPanel] per kIndexerPanel positions; lanes
+  // past n hold anything): writes out[0 .. ⌈n / kIndexerPanel⌉) and returns true when the store
+  // keeps them so; false (nothing written) otherwise, and the caller reads rows. Valid as
+  // MlaRowsBf16's pointers. REQUIRES: as ReadIndexerKeyRow, for every position < n.
+  virtual bool IndexerPanelsBf16(int64_t seq, int64_t layer, int64_t n, const uint16_t** out) {
+    (void)seq, (void)layer, (void)n, (void)out;
+    return false;
+  }
 
   // The layout that holds `seqs` (an unknown sequence has an empty table).
   // Errors: FailedPrecondition for a store that is not paged (the default).
