@@ -122,15 +122,15 @@ void BM_Attend(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 
-// attend_rows at MLA's two shapes, n = 2048 keys: expanded prefill (32 query rows of one head,
-// 192 + 64 key, 128 value, key rows strided as the decompressed rows of 16 heads, causal limits
-// within the tile) and absorbed decode (16 heads of one query: 512 + 64 key, the 512 latent as
-// value). Counter: FLOP/s (2 per multiply-add, every key of every row).
+// attend_rows at MLA's two shapes, n = 2048 and 8192 keys: expanded prefill (32 query rows of one
+// head, 192 + 64 key, 128 value, key rows strided as the decompressed rows of 16 heads, causal
+// limits within the tile) and absorbed decode (16 heads of one query: 512 + 64 key, the 512 latent
+// as value). Counter: FLOP/s (2 per multiply-add, every key of every row).
 void BM_AttendRows(benchmark::State& state) {
   const mx::KernelTable* kt = Level(state);
   MX_SKIP_IF_ABSENT(kt);
   const bool expanded = state.range(1) == 0;
-  const int64_t n = 2048, m = expanded ? 32 : 16, da = expanded ? 192 : 512, db = 64,
+  const int64_t n = state.range(2), m = expanded ? 32 : 16, da = expanded ? 192 : 512, db = 64,
                 dv = expanded ? 128 : 512, heads = expanded ? 16 : 1;
   const int64_t row = expanded ? heads * (da + dv) : da + db;
   const auto cache = Randn(n * row, 11, 0.5f), pe = Randn(n * db, 12, 0.5f),
@@ -165,7 +165,9 @@ BENCHMARK(BM_Softmax)->Apply(Levels);
 BENCHMARK(BM_Rope)->Apply(Levels);
 BENCHMARK(BM_SwiGlu)->Apply(Levels);
 BENCHMARK(BM_Attend)->Apply(Levels);
-BENCHMARK(BM_AttendRows)->ArgNames({"level", "absorbed"})->ArgsProduct({{0, 1, 2}, {0, 1}});
+BENCHMARK(BM_AttendRows)
+    ->ArgNames({"level", "absorbed", "n"})
+    ->ArgsProduct({{0, 1, 2}, {0, 1}, {2048, 8192}});
 BENCHMARK(BM_TopK)
     ->ArgNames({"level", "n", "k"})
     ->Args({0, 32768, 2048})

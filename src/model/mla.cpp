@@ -169,20 +169,31 @@ void ReserveWorkers(MlaScratch& s, int workers, int64_t m, int64_t n) {
 }
 
 // y_h [m, n] (at y + h·y_head, row stride ldy) = x_h [m, k] (at x + h·x_head, row stride ldx) ·
-// W_hᵀ for every head h, W_h the n rows of `w` from w_first + h·w_head. For bf16 / fp32 weights one
-// pool call over the heads, each head's GEMM on one worker (a decode step makes 2 such calls per
-// layer instead of 2·H threaded GEMMs); the kernel computes every element as the threaded GEMM
-// does, so the results are the same bits. MXFP4, FP8: a threaded Linear per head through `tmp`.
-void PerHeadGemm(const LayerContext& ctx, const float* x, int64_t ldx, int64_t x_head, int64_t m,
-                 const LinearWeight& w, int64_t w_first, int64_t w_head, int64_t n, float* y,
-                 int64_t ldy, int64_t y_head, std::vector<float>& tmp) {
+// W_hᵀ for every head h, with the kernels of `kt`, W_h the n rows of `w` from w_first + h·w_head.
+// For bf16 / fp32 weights one pool call over the heads, each head's GEMM on one worker (a decode
+// step makes 2 such calls per layer instead of 2·H threaded GEMMs); the kernel computes every
+// element as the threaded GEMM does, so the results are the same bits. MXFP4, FP8: a threaded
+// Linear per head through `tmp`.
+void PerHeadGemm(const LayerContext& ctx, const KernelTable& kt, const float* x, int64_t ldx,
+                 int64_t x_head, int64_t m, const LinearWeight& w, int64_t w_first, int64_t w_head,
+                 int64_t n, float* y, int64_t ldy, int64_t y_head, std::vector<float>& tmp) {
   const int64_t H = (w.n - w_first - n) / w_head + 1, k = w.k;
   if (w.dtype != DType::kBF16 && w.dtype != DType::kF32) {
-    float* xt = Grow(tmp, m * (k + n));
+    // Staged through tmp where x or y is not the contiguous [m, k] / [m, n] Linear takes.
+    const bool direct_x = x_head == 0 && ldx == k, direct_y = ldy == n;
+    float* xt = Grow(tmp, (direct_x ? 0 : m * k) + (direct_y ? 0 : m * n) + 1);
+    float* yt = xt + (direct_x ? 0 : m * k);
     for (int64_t h = 0; h < H; ++h) {
-      for (int64_t i = 0; i < m; ++i) std::copy_n(x + h * x_head + i * ldx, k, xt + i * k);
-      Linear(KvBKernels(ctx), ctx.pool, xt, m, w.Rows(w_first + h * w_head, n), xt + m * k);
-      for (int64_t i = 0; i < m; ++i) std::copy_n(xt + m * k + i * n, n, y + h * y_head + i * ldy);
+      const float* xh = x;
+      if (!direct_x) {
+        for (int64_t i = 0; i < m; ++i) std::copy_n(x + h * x_head + i * ldx, k, xt + i * k);
+        xh = xt;
+      }
+      float* yh = direct_y ? y + h * y_head : yt;
+      Linear(kt, ctx.pool, xh, m, w.Rows(w_first + h * w_head, n), yh);
+      if (!direct_y) {
+        for (int64_t i = 0; i < m; ++i) std::copy_n(yt + i * n, n, y + h * y_head + i * ldy);
+      }
     }
     return;
   }
@@ -190,14 +201,14 @@ void PerHeadGemm(const LayerContext& ctx, const float* x, int64_t ldx, int64_t x
     for (int64_t h = lo; h < hi; ++h) {
       if (w.bf16p != nullptr) {
         const int64_t r0 = w_first + h * w_head;
-        KvBKernels(ctx).gemm_bf16_packed(x + h * x_head, ldx, m, w.bf16p, k, r0, r0 + n,
-                                         y + h * y_head, ldy, {});
+        kt.gemm_bf16_packed(x + h * x_head, ldx, m, w.bf16p, k, r0, r0 + n, y + h * y_head, ldy,
+                            {});
       } else if (w.dtype == DType::kBF16) {
-        KvBKernels(ctx).gemm_bf16(x + h * x_head, ldx, w.bf16 + (w_first + h * w_head) * k, k,
-                                  y + h * y_head, ldy, m, n, k, {});
+        kt.gemm_bf16(x + h * x_head, ldx, w.bf16 + (w_first + h * w_head) * k, k, y + h * y_head,
+                     ldy, m, n, k, {});
       } else {
-        KvBKernels(ctx).gemm_f32(x + h * x_head, ldx, w.f32 + (w_first + h * w_head) * k, k,
-                                 y + h * y_head, ldy, m, n, k, {});
+        kt.gemm_f32(x + h * x_head, ldx, w.f32 + (w_first + h * w_head) * k, k, y + h * y_head, ldy,
+                    m, n, k, {});
       }
     }
   });
@@ -216,8 +227,11 @@ void AttendExpanded(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   const int64_t U = ReadAttendedRows(ctx, g.seq, layer, r0, r1, /*all=*/true, topk, s);
   float* lat = Grow(s.lat, U * Rkv);  // [U, Rkv]
   for (int64_t i = 0; i < U; ++i) std::copy_n(s.rows.data() + i * W, Rkv, lat + i * Rkv);
-  float* kvb = Grow(s.kvb, U * H * Dkv);  // [U, H, Dn+Dv]: k_nope | v per head
-  Linear(LatentKernels(ctx, lat, U * Rkv), ctx.pool, lat, U, w.kv_b_proj, kvb);
+  // [H, U, Dn+Dv]: k_nope | v per head, each head's rows contiguous (a task streams one head's
+  // rows: consecutive addresses, not one page per row).
+  float* kvb = Grow(s.kvb, U * H * Dkv);
+  PerHeadGemm(ctx, LatentKernels(ctx, lat, U * Rkv), lat, Rkv, 0, U, w.kv_b_proj, 0, Dkv, Dkv, kvb,
+              Dkv, U * Dkv, s.qn);
   const float scale = static_cast<float>(c.softmax_scale());
   const float* rows = s.rows.data();
   const int64_t m = r1 - r0;
@@ -244,7 +258,7 @@ void AttendExpanded(const LayerContext& ctx, const AttentionWeights& w, int64_t 
       const int64_t i0 = tile * kQueryTile, i1 = std::min(m, i0 + kQueryTile);
       const int64_t n = ctx.pos[r0 + i1 - 1] + 1;
       for (int64_t t = 0; t < n; ++t) {
-        b.ka[t] = kvb + (t * H + h) * Dkv;
+        b.ka[t] = kvb + (h * U + t) * Dkv;
         b.kb[t] = rows + t * W + Rkv;
         b.v[t] = b.ka[t] + Dn;
       }
@@ -272,8 +286,8 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   // q_lat[h] [m, Rkv] = q_nope[h] [m, Dn] · W_UK[h], one GEMM per head over the rows.
   float* q_lat = Grow(s.q_lat, H * m * Rkv);
   float* o_lat = Grow(s.o_lat, H * m * Rkv);
-  PerHeadGemm(ctx, q + r0 * H * Dq, H * Dq, Dq, m, w.kv_b_uk_t, 0, Rkv, Rkv, q_lat, Rkv, m * Rkv,
-              s.qn);
+  PerHeadGemm(ctx, KvBKernels(ctx), q + r0 * H * Dq, H * Dq, Dq, m, w.kv_b_uk_t, 0, Rkv, Rkv, q_lat,
+              Rkv, m * Rkv, s.qn);
   // Keys [latent | k_pe], values the latent. A store of bf16 rows is attended in place
   // (attend_rows_bf16: the bits of attend_rows over the widened rows, without widening them);
   // otherwise the attended rows are read into s.rows first.
@@ -358,7 +372,8 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
     }
   });
   // o[h] [m, Dv] = o_lat[h] · W_UVᵀ, one GEMM per head, straight into o's head columns.
-  PerHeadGemm(ctx, o_lat, Rkv, m * Rkv, m, w.kv_b_proj, Dn, Dkv, Dv, o, H * Dv, Dv, s.oh);
+  PerHeadGemm(ctx, KvBKernels(ctx), o_lat, Rkv, m * Rkv, m, w.kv_b_proj, Dn, Dkv, Dv, o, H * Dv, Dv,
+              s.oh);
 }
 
 }  // namespace
