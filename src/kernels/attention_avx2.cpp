@@ -17,6 +17,7 @@ namespace {
 
 struct V {
   using Reg = __m256;
+  using Lanes = __m256;  // all-ones lanes
   static constexpr int kW = 8;
   static constexpr int kRows = 2;          // 8 score / 8 value accumulators of 16 registers
   static constexpr int kIndexerHeads = 2;  // 2 heads × 2 panels × 2 vectors accumulators
@@ -60,6 +61,12 @@ struct V {
   }
   // e^x as kernels_avx2.cpp (Cephes degree 6; below -87.3 → 0).
   static Reg Exp(Reg x) { return ExpAvx2(x); }
+  static Lanes BitsMask(uint32_t bits) {
+    const __m256i lane = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256i b = _mm256_and_si256(_mm256_set1_epi32(static_cast<int32_t>(bits)), lane);
+    return _mm256_castsi256_ps(_mm256_cmpeq_epi32(b, lane));
+  }
+  static Reg Select(Lanes m, Reg a, Reg b) { return _mm256_blendv_ps(b, a, m); }
 };
 
 }  // namespace

@@ -16,6 +16,7 @@ namespace {
 
 struct V {
   using Reg = __m512;
+  using Lanes = __mmask16;
   static constexpr int kW = 16;
   static constexpr int kRows = 4;          // 16 score / 16 value accumulators of 32 registers
   static constexpr int kIndexerHeads = 8;  // 8 heads × 2 panels accumulators
@@ -45,6 +46,8 @@ struct V {
   static float ReduceMax(Reg x) { return _mm512_reduce_max_ps(x); }
   // e^x as ops_avx512.cpp (Cephes degree 6, vscalefps); x ≤ 0 here.
   static Reg Exp(Reg x) { return ExpAvx512(x); }
+  static Lanes BitsMask(uint32_t bits) { return static_cast<Lanes>(bits); }
+  static Reg Select(Lanes m, Reg a, Reg b) { return _mm512_mask_blend_ps(m, b, a); }
 };
 
 }  // namespace

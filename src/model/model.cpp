@@ -13,6 +13,7 @@
 #include "model/layer_context.h"
 #include "model/mla.h"
 #include "model/moe.h"
+#include "model/scratch.h"
 #include "parallel/communicator.h"
 
 namespace mx {
@@ -63,39 +64,51 @@ Status CheckFinite(const float* x, int64_t n, int64_t D, const std::string& what
 // One decoder layer (§3.1) over every row of ctx: h [T, D] updated in place. `topk` [T, K] is
 // written on full-indexer layers and read (IndexShare) on shared ones.
 // `reuse_topk`: a full-indexer layer takes `topk` as given instead of running its indexer.
+// A decoder layer's activations, per thread (one forward at a time per thread; DP replicas and
+// in-process TP ranks each run on their own threads): grown to the largest batch, then reused.
+struct LayerBuffers {
+  std::vector<float> a, cq, q, out, m;
+};
+
+LayerBuffers& LayerScratch() {
+  static thread_local LayerBuffers b;
+  return b;
+}
+
 Status DecoderLayer(const LayerContext& ctx, const ModelShard& shard, const LayerWeights& lw,
                     int64_t layer, float* h, std::vector<int32_t>& topk, bool& have_topk,
                     RouterChoice* trace, bool reuse_topk = false) {
   const ModelConfig& c = ctx.c;
   const int64_t T = ctx.rows(), D = c.hidden_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
-  std::vector<float> a(T * D);  // [T, D]
+  LayerBuffers& buf = LayerScratch();
+  float* a = Grow(buf.a, T * D);  // [T, D]
   for (int64_t r = 0; r < T; ++r) {
-    ctx.kt.rms_norm(h + r * D, lw.input_layernorm.data(), eps, D, a.data() + r * D);
+    ctx.kt.rms_norm(h + r * D, lw.input_layernorm.data(), eps, D, a + r * D);
   }
-  std::vector<float> cq(T * c.q_lora_rank);                   // [T, Rq]
-  std::vector<float> q(T * lw.attn.heads * c.qk_head_dim());  // [T, H·(Dn+Dr)], local heads
-  MlaProject(ctx, lw.attn, layer, a.data(), cq.data(), q.data());
+  float* cq = Grow(buf.cq, T * c.q_lora_rank);                  // [T, Rq]
+  float* q = Grow(buf.q, T * lw.attn.heads * c.qk_head_dim());  // [T, H·(Dn+Dr)], local heads
+  MlaProject(ctx, lw.attn, layer, a, cq, q);
   if (lw.has_indexer && !(reuse_topk && have_topk)) {
     topk.assign(T * c.index_topk, -1);
-    IndexerTopK(ctx, lw.indexer, layer, a.data(), cq.data(), topk.data());
+    IndexerTopK(ctx, lw.indexer, layer, a, cq, topk.data());
     have_topk = true;
   }
   MX_CHECK_MSG(have_topk || !c.has_indexer, "shared indexer layer without a preceding full one");
-  std::vector<float> out(T * D);  // [T, D]
-  MlaAttend(ctx, lw.attn, layer, q.data(), c.has_indexer ? topk.data() : nullptr, out.data());
-  MX_RETURN_IF_ERROR(AllReduce(ctx, shard, out.data(), T * D));
+  float* out = Grow(buf.out, T * D);  // [T, D]
+  MlaAttend(ctx, lw.attn, layer, q, c.has_indexer ? topk.data() : nullptr, out);
+  MX_RETURN_IF_ERROR(AllReduce(ctx, shard, out, T * D));
   for (int64_t i = 0; i < T * D; ++i) h[i] += out[i];
-  std::vector<float> m(T * D);  // [T, D]
+  float* m = Grow(buf.m, T * D);  // [T, D]
   for (int64_t r = 0; r < T; ++r) {
-    ctx.kt.rms_norm(h + r * D, lw.post_attention_layernorm.data(), eps, D, m.data() + r * D);
+    ctx.kt.rms_norm(h + r * D, lw.post_attention_layernorm.data(), eps, D, m + r * D);
   }
   if (lw.is_moe) {
-    MoeBlock(ctx, lw.moe, m.data(), out.data(), trace);
+    MoeBlock(ctx, lw.moe, m, out, trace);
   } else {
-    SwiGluMlp(ctx.kt, ctx.pool, lw.mlp, m.data(), T, out.data());
+    SwiGluMlp(ctx.kt, ctx.pool, lw.mlp, m, T, out);
   }
-  MX_RETURN_IF_ERROR(AllReduce(ctx, shard, out.data(), T * D));
+  MX_RETURN_IF_ERROR(AllReduce(ctx, shard, out, T * D));
   for (int64_t i = 0; i < T * D; ++i) h[i] += out[i];
   return CheckFinite(h, T * D, D, fmt::format("the hidden state after layer {}", layer));
 }

@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "kernels/mxfp4.h"
+#include "model/scratch.h"
 #include "model/weight_format.h"
 
 namespace mx {
@@ -16,11 +17,13 @@ namespace mx {
 void SwiGluMlp(const KernelTable& kt, ThreadPool& pool, const MlpWeights& w, const float* m,
                int64_t rows, float* out, GemmTiling t) {
   const int64_t F = w.gate_proj.n;
-  std::vector<float> g(rows * F), u(rows * F);  // [rows, F]
-  Linear(kt, pool, m, rows, w.gate_proj, g.data(), t);
-  Linear(kt, pool, m, rows, w.up_proj, u.data(), t);
-  kt.swiglu(g.data(), u.data(), rows * F, g.data());
-  Linear(kt, pool, g.data(), rows, w.down_proj, out, t);
+  static thread_local std::vector<float> gs, us;  // grown to the largest call, then reused
+  float* g = Grow(gs, rows * F);                  // [rows, F]
+  float* u = Grow(us, rows * F);
+  Linear(kt, pool, m, rows, w.gate_proj, g, t);
+  Linear(kt, pool, m, rows, w.up_proj, u, t);
+  kt.swiglu(g, u, rows * F, g);
+  Linear(kt, pool, g, rows, w.down_proj, out, t);
 }
 
 std::string MoeExpertDtype(const ModelWeights& w) {
