@@ -10,8 +10,8 @@
 // (2 · active parameters FLOPs per token, attention excluded). Best of `repeats`.
 //
 //   model_bench [dir=/tmp/mxserve-bench-scale] [threads=0] [repeats=3] [steps=8]
-//               [config=../shared/configs/bench-scale.json] [batches=1,8,32] [prefill=512]
-//               [context=128] [flush=1 (evict the caches before each decode step)] [mxfp4=1]
+//               [config=../shared/configs/bench-scale.json] [batches=1,8,32] [prefill=512 (0:
+//               none)] [context=128] [flush=1 (evict the caches before each decode step)] [mxfp4=1]
 //               [bf16=1 (0: the MXFP4 checkpoint alone)] [tuned=1 (the MoE config from
 //               configs/moe/; 0: default)] [spin_us=200 (how long idle pool workers poll before
 //               sleeping; 0: sleep at once)] [activations=bf16 (fp32: exact bf16 GEMMs)]
@@ -211,6 +211,7 @@ int main(int argc, char** argv) {
   }
   const int64_t ctx = std::stoll(a["context"]), steps = std::stoll(a["steps"]);
   const int64_t n_prefill = std::stoll(a["prefill"]);
+  if (n_prefill < 0) Die("prefill must be >= 0 (0: no prefill measurement)");
   std::vector<std::string> dirs;
   if (a["bf16"] == "1") dirs.push_back(bf16_dir);
   if (with_mx) dirs.push_back(mx_dir);
@@ -264,7 +265,9 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     // Prefill of n_prefill tokens in one sequence, one pass (offline_bench's prefill with a
-    // chunk of the whole prompt; `mxserve bench offline` runs the engine's chunks).
+    // chunk of the whole prompt; `mxserve bench offline` runs the engine's chunks). prefill=0:
+    // none.
+    if (n_prefill == 0) continue;
     double best = 1e30;
     for (int rep = 0; rep < repeats; ++rep) {
       mx::ContiguousKvStore kv(c, n_prefill);
