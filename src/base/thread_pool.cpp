@@ -72,9 +72,7 @@ void ThreadPool::WorkerLoop(int worker) {
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = generation_.load(std::memory_order_acquire);
-    int64_t lo, hi;
-    RangeOf(begin_, end_, n_threads_, worker, &lo, &hi);
-    if (lo < hi) (*fn_)(lo, hi, worker);
+    RunShare(worker);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       // The caller may be between its predicate check and its wait: taking mu_ orders this
       // notify after either.
@@ -84,24 +82,49 @@ void ThreadPool::WorkerLoop(int worker) {
   }
 }
 
+void ThreadPool::RunShare(int worker) {
+  if (grain_ == 0) {
+    int64_t lo, hi;
+    RangeOf(begin_, end_, n_threads_, worker, &lo, &hi);
+    if (lo < hi) (*fn_)(lo, hi, worker);
+    return;
+  }
+  for (;;) {
+    const int64_t lo = next_.fetch_add(grain_, std::memory_order_relaxed);
+    if (lo >= end_) return;
+    (*fn_)(lo, std::min(lo + grain_, end_), worker);
+  }
+}
+
 void ThreadPool::parallel_for(int64_t begin, int64_t end,
                               const std::function<void(int64_t, int64_t, int)>& fn) {
+  Call(begin, end, 0, fn);
+}
+
+void ThreadPool::parallel_for_dynamic(int64_t begin, int64_t end, int64_t grain,
+                                      const std::function<void(int64_t, int64_t, int)>& fn) {
+  Call(begin, end, std::max<int64_t>(grain, 1), fn);
+}
+
+void ThreadPool::Call(int64_t begin, int64_t end, int64_t grain,
+                      const std::function<void(int64_t, int64_t, int)>& fn) {
   if (end <= begin) return;
-  if (n_threads_ == 1 || end - begin == 1) {
-    fn(begin, end, 0);
+  if (n_threads_ == 1 || end - begin == 1) {  // inline, in the same chunks
+    const int64_t step = grain == 0 ? end - begin : grain;
+    for (int64_t lo = begin; lo < end; lo += step) fn(lo, std::min(lo + step, end), 0);
     return;
   }
   std::lock_guard<std::mutex> call_lock(call_mu_);
   fn_ = &fn;
   begin_ = begin;
   end_ = end;
+  grain_ = grain;
+  next_.store(begin, std::memory_order_relaxed);
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   { std::lock_guard<std::mutex> lock(mu_); }  // a worker about to sleep sees the new generation
   start_cv_.notify_all();
-  int64_t lo, hi;
-  RangeOf(begin, end, n_threads_, 0, &lo, &hi);
-  if (lo < hi) fn(lo, hi, 0);
+  RunShare(0);
   const auto all_done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
   if (!SpinUntil(spin_us_, all_done)) {
     std::unique_lock<std::mutex> lock(mu_);

@@ -1,5 +1,5 @@
-// A fixed pool of worker threads with a static-range parallel_for. The calling thread takes
-// part as worker 0, so a pool of size 1 runs everything inline with no threads at all.
+// A fixed pool of worker threads with a static-range parallel_for (and a dynamic one). The calling
+// thread takes part as worker 0, so a pool of size 1 runs everything inline with no threads at all.
 // A decode step makes hundreds of short parallel_for calls (one per GEMM), so waking a sleeping
 // worker (a futex round trip, tens of µs) would cost a large share of it: after each call the
 // workers, and the caller waiting for them, spin on atomics for up to `spin_us` before they
@@ -32,12 +32,21 @@ class ThreadPool {
   // and calls fn(lo, hi, worker) for each non-empty range; returns when all are done.
   void parallel_for(int64_t begin, int64_t end,
                     const std::function<void(int64_t lo, int64_t hi, int worker)>& fn);
+  // The same with a dynamic schedule: every thread takes the next `grain` indices from a shared
+  // counter until none are left, so fn(lo, hi, worker) runs once per chunk, on whichever thread
+  // is free (tasks of unequal cost, or a thread the host stalls, no longer leave the other
+  // waiting at the end). fn must not depend on which worker runs a chunk beyond its scratch.
+  void parallel_for_dynamic(int64_t begin, int64_t end, int64_t grain,
+                            const std::function<void(int64_t lo, int64_t hi, int worker)>& fn);
 
   static int HardwareThreads();
   static constexpr int kDefaultSpinUs = 200;
 
  private:
   void WorkerLoop(int worker);
+  void Call(int64_t begin, int64_t end, int64_t grain,
+            const std::function<void(int64_t, int64_t, int)>& fn);
+  void RunShare(int worker);  // this thread's range, or chunks until none are left
 
   int n_threads_;
   int spin_us_;
@@ -52,6 +61,8 @@ class ThreadPool {
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
   int64_t begin_ = 0, end_ = 0;
+  int64_t grain_ = 0;  // 0: static ranges; else chunks from next_
+  std::atomic<int64_t> next_{0};
   const std::function<void(int64_t, int64_t, int)>* fn_ = nullptr;
 };
 

@@ -33,6 +33,33 @@ TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
   }
 }
 
+// The dynamic schedule: every index exactly once, in chunks of at most `grain` that start at
+// begin + a multiple of grain, whatever the thread count; a static call after it is static again.
+TEST(ThreadPool, DynamicChunksCoverEveryIndexExactlyOnce) {
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadPool pool(threads);
+    std::mt19937 rng(100 + threads);
+    for (int rep = 0; rep < 50; ++rep) {
+      const int64_t begin = rng() % 7, n = rng() % 700, grain = 1 + rng() % 9;
+      std::vector<std::atomic<int>> hits(n);
+      std::atomic<int> bad{0};
+      pool.parallel_for_dynamic(begin, begin + n, grain, [&](int64_t lo, int64_t hi, int worker) {
+        if (lo >= hi || hi - lo > grain || (lo - begin) % grain != 0 || worker < 0 ||
+            worker >= threads) {
+          bad++;
+        }
+        for (int64_t i = lo; i < hi; ++i) hits[i - begin]++;
+      });
+      EXPECT_EQ(bad.load(), 0);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << i;
+    }
+  }
+  ThreadPool pool(4);
+  std::vector<std::pair<int64_t, int64_t>> ranges(4, {-1, -1});
+  pool.parallel_for(10, 20, [&](int64_t lo, int64_t hi, int w) { ranges[w] = {lo, hi}; });
+  EXPECT_EQ(ranges[3], std::make_pair(int64_t{18}, int64_t{20}));
+}
+
 TEST(ThreadPool, StaticRangesAreContiguousAndBalanced) {
   ThreadPool pool(4);
   std::vector<std::pair<int64_t, int64_t>> ranges(4, {-1, -1});

@@ -109,10 +109,10 @@ void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer
       });
     float* scores = Grow(s.scores, workers * S);
     int32_t* tk_scratch = Grow(s.topk_scratch, workers * TopKSetScratch(S));
-    // Rows in zig-zag order (row j's cost grows with its position), so any contiguous split of
-    // the tasks is balanced.
+    // Rows in zig-zag order (row j's cost grows with its position), 4 at a time to whichever
+    // thread is free.
     const int64_t n_scored = g.end - first_scored;
-    ctx.pool.parallel_for(0, n_scored, [&](int64_t lo, int64_t hi, int worker) {
+    ctx.pool.parallel_for_dynamic(0, n_scored, 4, [&](int64_t lo, int64_t hi, int worker) {
       float* sc = scores + worker * S;
       int32_t* ts = tk_scratch + worker * TopKSetScratch(S);
       for (int64_t j = lo; j < hi; ++j) {

@@ -246,11 +246,11 @@ void AttendExpanded(const LayerContext& ctx, const AttentionWeights& w, int64_t 
     if (sparse)
       ForSelected(ctx, topk, r0 + i, [&](int64_t t) { mi[t / 64] |= uint64_t{1} << (t % 64); });
   }
-  // Tasks (query tile, head), tiles in zig-zag order (early tiles attend fewer keys), so any
-  // contiguous split of the tasks is balanced.
+  // Tasks (query tile, head), tiles in zig-zag order (early tiles attend fewer keys), taken one
+  // at a time by whichever thread is free.
   const int64_t n_tiles = (m + kQueryTile - 1) / kQueryTile;
   ReserveWorkers(s, ctx.pool.size(), kQueryTile, U);
-  ctx.pool.parallel_for(0, n_tiles * H, [&](int64_t lo, int64_t hi, int worker) {
+  ctx.pool.parallel_for_dynamic(0, n_tiles * H, 1, [&](int64_t lo, int64_t hi, int worker) {
     const WorkerBufs b = Worker(s, worker, kQueryTile, U);
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t z = task / H, h = task % H;
@@ -326,7 +326,7 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   ReserveWorkers(s, ctx.pool.size(), hb, K);
   Grow(s.w_ptr16, workers * 2 * K);
   Grow(s.w_pos, workers * K);
-  ctx.pool.parallel_for(0, m * n_blocks, [&](int64_t lo, int64_t hi, int worker) {
+  ctx.pool.parallel_for_dynamic(0, m * n_blocks, 1, [&](int64_t lo, int64_t hi, int worker) {
     const WorkerBufs b = Worker(s, worker, hb, K);
     const uint16_t** ka16 = s.w_ptr16.data() + worker * 2 * K;
     int64_t* sel = s.w_pos.data() + worker * K;
