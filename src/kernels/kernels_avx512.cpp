@@ -26,8 +26,8 @@ namespace {
 constexpr int64_t kChunk = 32;
 // A single activation row (decode) streams W from memory with no reuse, so the hardware
 // prefetcher alone leaves the loads waiting: each W row is prefetched this many elements
-// (512 bytes, a few cache lines) ahead. Further ahead gained nothing (the stream is already
-// bandwidth-bound) and only risks evicting lines before use (docs/performance.md).
+// (512 bytes, a few cache lines) ahead; further ahead cannot help a stream that is already
+// bandwidth-bound and only risks evicting lines before use.
 constexpr int64_t kGemvPrefetch = 256;  // bf16 elements per 512-bit vector
 
 // The activations of one call as bf16 parts (hi, and mid / lo for kFp32), rows padded with
