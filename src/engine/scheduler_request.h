@@ -1,16 +1,53 @@
-// The scheduler's per-request state, shared by its translation units (scheduler.cpp,
-// scheduler_spec.cpp). Internal to the engine.
+// The scheduler's configuration and per-request state, shared by its parts: the scheduler
+// (scheduler.cpp, scheduler_spec.cpp), the cache manager, the batch planner and the output
+// processor. Internal to the engine.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
+#include "engine/engine.h"
+#include "engine/logits_processor.h"
 #include "engine/request_constraint.h"
-#include "engine/scheduler.h"
+#include "engine/sampler.h"
+#include "engine/stop_matcher.h"
+#include "kv/paged_kv_store.h"
+#include "kv/radix_cache.h"
 
 namespace mx {
 
-struct Scheduler::Request {
+using Clock = std::chrono::steady_clock;
+
+// Where a request's chunks go (the stream's channel).
+class ChunkSink {
+ public:
+  virtual ~ChunkSink() = default;
+  virtual void Push(GenerationChunk chunk) = 0;
+};
+
+struct SchedulerConfig {
+  int64_t page_size = 64;
+  int64_t n_pages = 0;
+  KvCacheDtype kv_dtype = KvCacheDtype::kBf16;
+  std::vector<float> kv_scales;  // per layer, or empty (1.0)
+  int32_t max_running_requests = 64;
+  int64_t chunked_prefill_size = 512;
+  bool lpm = false;
+  bool disable_radix_cache = false;
+  std::vector<int32_t> eos_ids;
+  int64_t context_window = 0;
+  // Speculative decoding with the MTP layer (0: off): draft up to spec_steps tokens per
+  // request and step (a chain, top-1), verify them in the next forward. spec_share_topk: later
+  // draft steps reuse the first step's indexer top-k (index_share_for_mtp_iteration).
+  int32_t spec_steps = 0;
+  bool spec_share_topk = false;
+};
+
+struct ScheduledRequest {
   RequestId id = 0;
   GenerationRequest req;
   std::shared_ptr<ChunkSink> sink;
@@ -29,9 +66,18 @@ struct Scheduler::Request {
   std::vector<int32_t> drafts;  // speculative: d_1..d_n to verify after tokens.back()
   std::optional<RequestConstraint> constraint;  // structured output
 
-  explicit Request(const SamplingParams& p) : sampler(p) {}
+  explicit ScheduledRequest(const SamplingParams& p) : sampler(p) {}
+  int64_t seq() const { return static_cast<int64_t>(id); }  // its KV sequence id
   int32_t n_output() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
   int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - kv_len; }
+  // Seconds from submission to t.
+  double SecondsTo(Clock::time_point t) const {
+    return std::chrono::duration<double>(t - submitted).count();
+  }
 };
+
+// One forward's work: each request and its number of rows (tokens it already has, then its
+// drafts).
+using ScheduledBatch = std::vector<std::pair<ScheduledRequest*, int64_t>>;
 
 }  // namespace mx

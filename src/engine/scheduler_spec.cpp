@@ -21,18 +21,18 @@
 
 namespace mx {
 
-void Scheduler::SpecForward(const std::vector<std::pair<Request*, int64_t>>& batch) {
+void Scheduler::SpecForward(const ScheduledBatch& batch) {
   std::vector<bool> verify;  // decoding: the last token and its drafts, logits on every row
   for (auto [r, n] : batch) verify.push_back(r->remaining() == 1);
-  auto out = runner_.ForwardRows(MakeBatch(batch), kv_);
+  auto out = runner_.ForwardRows(MakeBatch(batch), cache_.kv());
   if (!out.ok()) {
     ForwardFailed(out.status());
     for (auto [r, n] : batch) Finish(*r, FinishReason::kAbort, out.status());
     return;
   }
-  std::vector<std::pair<Request*, int64_t>> extended;  // rows that became final, from row 0
-  std::vector<int64_t> first_row;                      // the sequence's first row in `out`
-  int64_t li = 0;                                      // logit row
+  ScheduledBatch extended;         // rows that became final, from row 0
+  std::vector<int64_t> first_row;  // the sequence's first row in `out`
+  int64_t li = 0;                  // logit row
   for (size_t i = 0; i < batch.size(); ++i) {
     auto [r, n] = batch[i];
     std::span<float> logits(out->logits.data() + li * vocab_, (verify[i] ? n : 1) * vocab_);
@@ -80,8 +80,8 @@ int32_t Scheduler::Verify(Request& r, std::span<float> logits, int64_t rows) {
   return final_rows;
 }
 
-void Scheduler::Draft(const std::vector<std::pair<Request*, int64_t>>& extended,
-                      const ForwardOutput& fwd, const std::vector<int64_t>& first_row) {
+void Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd,
+                      const std::vector<int64_t>& first_row) {
   const int64_t D = runner_.config().hidden_size;
   // Draft-extend over the rows that became final, as (h_p, x_{p+1}) at position p.
   MtpBatch mb;
@@ -92,7 +92,7 @@ void Scheduler::Draft(const std::vector<std::pair<Request*, int64_t>>& extended,
     const int64_t start = r->kv_len - m;
     MX_CHECK_GE(static_cast<int64_t>(r->tokens.size()), r->kv_len + 1);
     MtpSequenceInput s;
-    s.seq = static_cast<int64_t>(r->id);
+    s.seq = r->seq();
     s.start_pos = start;
     s.tokens.assign(r->tokens.begin() + start + 1, r->tokens.begin() + r->kv_len + 1);
     s.hidden.assign(fwd.final_hidden.begin() + first_row[k] * D,
@@ -101,7 +101,7 @@ void Scheduler::Draft(const std::vector<std::pair<Request*, int64_t>>& extended,
     reqs.push_back(r);
   }
   if (mb.seqs.empty()) return;
-  auto ext = runner_.ForwardMtp(mb, kv_);
+  auto ext = runner_.ForwardMtp(mb, cache_.kv());
   if (!ext.ok()) {
     ForwardFailed(ext.status());
     for (Request* r : reqs) Finish(*r, FinishReason::kAbort, ext.status());
@@ -123,10 +123,14 @@ void Scheduler::Draft(const std::vector<std::pair<Request*, int64_t>>& extended,
     int64_t n = cfg_.spec_steps;
     n = std::min<int64_t>(n, r.req.max_tokens - r.n_output() - 1);
     n = std::min<int64_t>(n, cfg_.context_window - static_cast<int64_t>(r.tokens.size()));
-    if (n > 0 && !EnsurePages(r, r.kv_len + 1 + n)) {
-      // Whatever the pages already held allow; the next verify needs rows kv_len..kv_len+n.
-      const auto held = static_cast<int64_t>(kv_.PageTable(static_cast<int64_t>(r.id)).size());
-      n = std::min(n, held * cfg_.page_size - r.kv_len - 1);
+    // The next verify needs rows kv_len..kv_len+n: their pages, or whatever the pages already
+    // held allow.
+    if (n > 0) {
+      if (cache_.CanGrow(r.seq(), r.kv_len + 1 + n)) {
+        cache_.Grow(r.seq(), r.kv_len + 1 + n);
+      } else {
+        n = cache_.Fit(r.seq(), r.kv_len + 1, n, /*extra_pages=*/0);
+      }
     }
     if (n <= 0) continue;
     const int64_t last = ext->row_begin[k + 1] - 1;
@@ -146,7 +150,7 @@ void Scheduler::Draft(const std::vector<std::pair<Request*, int64_t>>& extended,
     for (Chain& c : chains) {
       if (c.n < j || c.r->done) continue;
       MtpSequenceInput s;
-      s.seq = static_cast<int64_t>(c.r->id);
+      s.seq = c.r->seq();
       s.start_pos = c.r->kv_len + j - 2;
       s.tokens = {c.r->drafts.back()};
       s.hidden = c.hidden;
@@ -155,7 +159,7 @@ void Scheduler::Draft(const std::vector<std::pair<Request*, int64_t>>& extended,
       live.push_back(&c);
     }
     if (step.seqs.empty()) break;
-    auto o = runner_.ForwardMtp(step, kv_);
+    auto o = runner_.ForwardMtp(step, cache_.kv());
     if (!o.ok()) {
       ForwardFailed(o.status());
       for (Chain* c : live) Finish(*c->r, FinishReason::kAbort, o.status());

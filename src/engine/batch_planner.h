@@ -1,0 +1,66 @@
+// Which requests run in the next forward, and how many rows each: the batch planner.
+//   decode: every running request with one token left gets the pages for it (and for its
+//     speculative drafts when those pages can be had, or the drafts are dropped); when even
+//     evicting the cache leaves none, the youngest running request is retracted (its computed
+//     pages go to the radix cache, it returns to the head of the queue);
+//   prefill: chunks of requests mid-prefill (oldest first), then new admissions (fcfs, or
+//     longest cached prefix first with lpm), up to chunked_prefill_size tokens in all; a chunk
+//     shrinks to the pages that can be had (CacheManager::Fit).
+// Admission reserves, for every running request, pages for its future tokens estimated as
+// new_token_ratio · (max_tokens − generated) (sglang's PrefillAdder; the ratio decays each
+// step and rises after a retraction).
+//
+// The planner works on the scheduler's queues; it never ends a request.
+// Thread-safety: none; the engine loop thread owns it (through the scheduler).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "engine/cache_manager.h"
+#include "engine/scheduler_request.h"
+
+namespace mx {
+
+class BatchPlanner {
+ public:
+  using ReqPtr = std::unique_ptr<ScheduledRequest>;
+
+  BatchPlanner(const SchedulerConfig& cfg, CacheManager& cache, std::deque<ReqPtr>& waiting,
+               std::vector<ReqPtr>& running, EngineStats& stats);
+
+  // The next forward's rows: decode first, then prefill chunks. Empty when nothing can run
+  // (the caller decides how to get unstuck).
+  ScheduledBatch Plan();
+  // Moves running[i] back to the head of the queue, caching its computed pages.
+  void Retract(size_t running_index);
+  // After a step that ran: the reservation ratio decays.
+  void StepDone();
+
+ private:
+  ScheduledBatch PlanDecode();
+  void PlanPrefill(ScheduledBatch& batch);
+  // Admits one waiting request when its pages fit (with a first chunk when pages allow);
+  // false when it does not fit.
+  bool TryAdmit(int64_t& budget, ScheduledBatch& batch);
+  size_t PickWaiting();
+  // Pages the running requests are expected to need beyond the ones they hold.
+  int64_t Reserved() const;
+  int64_t EstimatedTokens(const ScheduledRequest& r) const;  // tokens + drafts + expected outputs
+  // Grows r's pages to cover n_positions when it can; false (and nothing evicted) when not.
+  bool TryGrow(ScheduledRequest& r, int64_t n_positions);
+  // The prefill chunk r gets: at most n tokens, shrunk to the pages that can be had, with
+  // its pages grown; 0 when none.
+  int64_t GrowChunk(ScheduledRequest& r, int64_t n);
+
+  const SchedulerConfig& cfg_;
+  CacheManager& cache_;
+  std::deque<ReqPtr>& waiting_;
+  std::vector<ReqPtr>& running_;  // in admission order
+  EngineStats& stats_;
+  double new_token_ratio_;
+};
+
+}  // namespace mx

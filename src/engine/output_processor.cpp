@@ -1,0 +1,87 @@
+// OutputProcessor: penalties, masks and the draw; logprobs, timing and the stop checks.
+#include "engine/output_processor.h"
+
+#include <algorithm>
+
+namespace mx {
+
+namespace {
+bool Contains(const std::vector<int32_t>& v, int32_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+}  // namespace
+
+OutputProcessor::OutputProcessor(const SchedulerConfig& cfg, int64_t vocab_size,
+                                 const tok::Tokenizer* tokenizer)
+    : eos_ids_(cfg.eos_ids),
+      context_window_(cfg.context_window),
+      vocab_(vocab_size),
+      tokenizer_(tokenizer) {}
+
+void OutputProcessor::Init(ScheduledRequest& r) const {
+  const GenerationRequest& q = r.req;
+  if (q.repetition_penalty != 1.0f) {
+    r.penalty.seen.assign(vocab_, 0);
+    for (int32_t t : q.prompt) r.penalty.seen[t] = 1;
+  }
+  if (tokenizer_ != nullptr && !q.stop.empty()) r.stop.emplace(*tokenizer_, q.stop);
+  if (q.constraint) r.constraint.emplace(q.constraint, q.constraint_after_token);
+}
+
+int32_t OutputProcessor::Sample(ScheduledRequest& r, std::span<float> logits, int32_t draft) const {
+  const GenerationRequest& q = r.req;
+  ApplyPenalties(q, r.penalty, logits);
+  if (r.n_output() < q.min_tokens) {
+    MaskTokens(q.stop_token_ids, logits);
+    if (!q.ignore_eos) MaskTokens(eos_ids_, logits);
+  }
+  if (r.constraint) r.constraint->Mask(logits);
+  return draft >= 0 ? r.sampler.SampleSpeculative(logits, draft) : r.sampler.Sample(logits);
+}
+
+std::optional<OutputProcessor::Ending> OutputProcessor::Append(
+    ScheduledRequest& r, int32_t token, std::span<const float> logits) const {
+  const GenerationRequest& q = r.req;
+  if (r.constraint && !r.constraint->Accept(token)) {
+    return Ending{FinishReason::kAbort,
+                  Internal("request {}: token {} does not fit its output constraint", r.id, token)};
+  }
+  if (q.top_logprobs >= 0) {
+    std::vector<TokenLogprob> top;
+    const float lp = ComputeLogprob(logits, token, q.top_logprobs, &top);
+    r.pending.logprobs.push_back({token, lp});
+    if (q.top_logprobs > 0) r.pending.top.push_back(std::move(top));
+  }
+  const Clock::time_point now = Clock::now();
+  if (!r.first_token) r.first_token = now;
+  r.tokens.push_back(token);
+  ++r.penalty.output_counts[token];
+  if (!r.penalty.seen.empty()) r.penalty.seen[token] = 1;
+  r.pending.tokens.push_back(token);
+  r.pending.token_times.push_back(r.SecondsTo(now));
+
+  const int32_t n_out = r.n_output();
+  std::optional<StopMatcher::Match> sm;
+  if (r.stop) sm = r.stop->Push(token);
+  if (n_out >= q.min_tokens) {
+    if (Contains(q.stop_token_ids, token) || (!q.ignore_eos && Contains(eos_ids_, token))) {
+      r.pending.matched_stop_token = token;
+      return Ending{FinishReason::kStop, Status::Ok()};
+    }
+    if (sm) {
+      r.pending.matched_stop = sm->stop;
+      r.pending.stop_trim_bytes = sm->trim_bytes;
+      return Ending{FinishReason::kStop, Status::Ok()};
+    }
+  }
+  if (r.constraint && r.constraint->Terminated()) {  // complete (even with ignore_eos)
+    r.pending.matched_stop_token = token;
+    return Ending{FinishReason::kStop, Status::Ok()};
+  }
+  if (n_out >= q.max_tokens || static_cast<int64_t>(r.tokens.size()) >= context_window_) {
+    return Ending{FinishReason::kLength, Status::Ok()};
+  }
+  return std::nullopt;
+}
+
+}  // namespace mx
