@@ -10,16 +10,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/cpu_features.h"
 #include "base/numerics.h"
 #include "base/thread_pool.h"
+#include "bench_util.h"
 #include "kernels/kernels.h"
 #include "kernels/mxfp4.h"
 
@@ -30,16 +29,10 @@ double Int8DotLoop(int64_t iters);
 
 namespace {
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::vector<int64_t> Ints(const std::string& s) {
-  std::vector<int64_t> v;
-  std::stringstream ss(s);
-  for (std::string t; std::getline(ss, t, ',');) v.push_back(std::stoll(t));
-  return v;
-}
+using mx::bench::Ints;
+using mx::bench::Now;
+using mx::bench::Stats;
+using mx::bench::Time;
 
 // Best GFLOP/s of `reps` runs of loop() on every pool thread at once.
 double Peak(mx::ThreadPool& pool, double (*loop)(int64_t), int reps) {
@@ -58,38 +51,13 @@ double Peak(mx::ThreadPool& pool, double (*loop)(int64_t), int reps) {
   return best;
 }
 
-struct Stats {
-  double best, median;
-};
-
-template <typename Fn>
-Stats Time(int reps, Fn fn) {
-  fn();  // warm-up
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    const double t0 = Now();
-    fn();
-    t.push_back(Now() - t0);
-  }
-  std::sort(t.begin(), t.end());
-  return {t.front(), t[t.size() / 2]};
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::map<std::string, std::string> a = {
       {"threads", "0"}, {"reps", "7"}, {"m", "128,512"}, {"shapes", "2048x2048,768x2048,2048x768"},
       {"nb", "0"},      {"mr", "0"}};
-  for (int i = 1; i < argc; ++i) {
-    const std::string s = argv[i];
-    const size_t eq = s.find('=');
-    if (eq == std::string::npos || !a.count(s.substr(0, eq))) {
-      fmt::print(stderr, "gemm_bench: unknown argument '{}'\n", s);
-      return 1;
-    }
-    a[s.substr(0, eq)] = s.substr(eq + 1);
-  }
+  if (!mx::bench::ParseArgs(argc, argv, "gemm_bench", a)) return 1;
   const mx::CpuFeatures& f = mx::GetCpuFeatures();
   if (!(f.avx512_core() && f.avx512bf16 && f.avx512vnni)) {
     fmt::print(stderr, "gemm_bench: needs AVX-512 BF16 and VNNI\n");
@@ -110,10 +78,7 @@ int main(int argc, char** argv) {
   fmt::print("|---|---:|---:|---:|---:|---:|---:|\n");
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::stringstream shapes(a["shapes"]);
-  for (std::string sh; std::getline(shapes, sh, ',');) {
-    const size_t xpos = sh.find('x');
-    const int64_t n = std::stoll(sh.substr(0, xpos)), k = std::stoll(sh.substr(xpos + 1));
+  for (const auto& [n, k] : mx::bench::Shapes(a["shapes"])) {
     std::vector<uint16_t> wb(n * k);
     for (auto& w : wb) w = mx::F32ToBf16(0.02f * nd(rng));
     std::vector<uint16_t> wp(mx::Bf16PackedElems(n, k));
@@ -130,19 +95,19 @@ int main(int argc, char** argv) {
                    flops / s.best / 1e9, flops / s.median / 1e9,
                    100 * flops / s.best / 1e9 / bf16_peak);
       };
-      row("bf16, fp32 activations (3 parts)", Time(reps, [&] {
+      row("bf16, fp32 activations (3 parts)", Time(reps, [&](int) {
             mx::GemmBf16(exact, pool, x.data(), m, k, wb.data(), n, y.data(), tiling);
           }));
-      row("bf16, bf16 activations", Time(reps, [&] {
+      row("bf16, bf16 activations", Time(reps, [&](int) {
             mx::GemmBf16(x16, pool, x.data(), m, k, wb.data(), n, y.data(), tiling);
           }));
-      row("bf16 packed, fp32 activations (3 parts)", Time(reps, [&] {
+      row("bf16 packed, fp32 activations (3 parts)", Time(reps, [&](int) {
             mx::GemmBf16Packed(exact, pool, x.data(), m, k, wp.data(), n, y.data(), tiling);
           }));
-      row("bf16 packed, bf16 activations", Time(reps, [&] {
+      row("bf16 packed, bf16 activations", Time(reps, [&](int) {
             mx::GemmBf16Packed(x16, pool, x.data(), m, k, wp.data(), n, y.data(), tiling);
           }));
-      row("MXFP4, int8 activations", Time(reps, [&] {
+      row("MXFP4, int8 activations", Time(reps, [&](int) {
             mx::GemmMxfp4(exact, pool, x.data(), m, k, wq.data(), we.data(), n, y.data(), tiling);
           }));
     }

@@ -15,6 +15,7 @@
 
 #include "kernels/bf16_packed.h"
 #include "kernels/bf16_packed_tiled.h"
+#include "kernels/bf16_split_avx512.h"
 
 // note: GCC 12's AVX-512 intrinsics start from a self-initialised undefined vector
 // (`__m512i __Y = __Y;`), which -W(maybe-)uninitialized reports at every inlined use.
@@ -44,53 +45,7 @@ inline void StoreAll(const __m512 (&acc)[MR][NR], float* y, int64_t ldy, int lo,
   }
 }
 
-// ---- Dot: activations as bf16 pairs (uint32), rows of kp pairs.
-template <int P>
-struct PairsX {
-  const uint32_t* part[3];  // hi, mid, lo
-  int64_t kp;
-};
-
-template <int P>
-PairsX<P> SplitPairs(const float* x, int64_t ldx, int64_t m, int64_t k) {
-  thread_local std::vector<uint16_t> buf;
-  const int64_t kp = Bf16Pairs(k), row = 2 * kp, per = m * row + 32;
-  if (buf.size() < static_cast<size_t>(P * per)) buf.resize(P * per);
-  for (int64_t i = 0; i < m; ++i) {
-    uint16_t* hi = buf.data() + i * row;
-    for (int64_t c = 0; c < row; c += 16) {
-      const int64_t left = k - c;
-      const __mmask16 mk = left >= 16  ? __mmask16(0xffff)
-                           : left <= 0 ? __mmask16(0)
-                                       : __mmask16((1u << left) - 1);
-      const __m512 v = _mm512_maskz_loadu_ps(mk, x + i * ldx + c);  // zeros past k
-      const __m256bh h = _mm512_cvtneps_pbh(v);
-      const __mmask16 out = static_cast<__mmask16>(row - c >= 16 ? 0xffff : (1u << (row - c)) - 1);
-      _mm256_mask_storeu_epi16(hi + c, out, reinterpret_cast<const __m256i&>(h));
-      if constexpr (P == 3) {
-        const auto widen = [](__m256bh b) {
-          return _mm512_castsi512_ps(
-              _mm512_slli_epi32(_mm512_cvtepu16_epi32(reinterpret_cast<const __m256i&>(b)), 16));
-        };
-        const __m512 r1 = _mm512_sub_ps(v, widen(h));
-        const __m256bh md = _mm512_cvtneps_pbh(r1);
-        const __m256bh lo = _mm512_cvtneps_pbh(_mm512_sub_ps(r1, widen(md)));
-        _mm256_mask_storeu_epi16(hi + per + c, out, reinterpret_cast<const __m256i&>(md));
-        _mm256_mask_storeu_epi16(hi + 2 * per + c, out, reinterpret_cast<const __m256i&>(lo));
-      }
-    }
-  }
-  PairsX<P> s;
-  for (int p = 0; p < 3; ++p) {
-    s.part[p] = reinterpret_cast<const uint32_t*>(buf.data() + (p < P ? p : 0) * per);
-  }
-  s.kp = kp;
-  return s;
-}
-
-inline __m512bh Bcast(const uint32_t* p) {
-  return reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int32_t>(*p)));
-}
+// ---- Dot: activations as bf16 pairs (bf16_split_avx512.h), rows of kp pairs.
 
 template <int P>
 struct DotTile {
@@ -116,18 +71,7 @@ struct DotTile {
       }
       for (int r = 0; r < MR; ++r) {
         const int64_t o = (i + r) * xs.kp + p;
-        if constexpr (P == 3) {
-          const __m512bh xl = Bcast(xs.part[2] + o), xm = Bcast(xs.part[1] + o);
-          const __m512bh xh = Bcast(xs.part[0] + o);
-          for (int c = 0; c < NR; ++c) {
-            acc[r][c] = _mm512_dpbf16_ps(acc[r][c], xl, w[c]);
-            acc[r][c] = _mm512_dpbf16_ps(acc[r][c], xm, w[c]);
-            acc[r][c] = _mm512_dpbf16_ps(acc[r][c], xh, w[c]);
-          }
-        } else {
-          const __m512bh xh = Bcast(xs.part[0] + o);
-          for (int c = 0; c < NR; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], xh, w[c]);
-        }
+        DotPair<P, NR>(acc[r], xs, o, w);
       }
     }
     StoreAll<MR, NR>(acc, y, ldy, lo, hi);
@@ -183,13 +127,15 @@ void GemmBf16PackedFma(const float* x, int64_t ldx, int64_t m, const uint16_t* w
 void GemmBf16PackedDot(const float* x, int64_t ldx, int64_t m, const uint16_t* wp, int64_t k,
                        int64_t r0, int64_t r1, float* y, int64_t ldy, GemmTiling t) {
   if (m <= 0 || r1 <= r0) return;
-  GroupedGemmBf16<DotTile<3>>(SplitPairs<3>(x, ldx, m, k), m, wp, k, r0, r1, y, ldy, t);
+  GroupedGemmBf16<DotTile<3>>(SplitPairs<3>(x, ldx, m, k, Bf16Pairs(k)), m, wp, k, r0, r1, y, ldy,
+                              t);
 }
 
 void GemmBf16PackedDotX16(const float* x, int64_t ldx, int64_t m, const uint16_t* wp, int64_t k,
                           int64_t r0, int64_t r1, float* y, int64_t ldy, GemmTiling t) {
   if (m <= 0 || r1 <= r0) return;
-  GroupedGemmBf16<DotTile<1>>(SplitPairs<1>(x, ldx, m, k), m, wp, k, r0, r1, y, ldy, t);
+  GroupedGemmBf16<DotTile<1>>(SplitPairs<1>(x, ldx, m, k, Bf16Pairs(k)), m, wp, k, r0, r1, y, ldy,
+                              t);
 }
 
 }  // namespace mx::avx512

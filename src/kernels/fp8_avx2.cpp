@@ -1,14 +1,14 @@
-// AVX2 + FMA FP8 block-scaled GEMM (see fp8.h; loop order fp8_tiled.h): the AVX-512 kernel's
-// decode on 8 lanes (vpmovsxbd, << 20, mask, one multiply by scale · 2^120, or two for a scale
-// of 2^8 or more), two accumulators per output (even and odd 8-column chunks), a NaN-code check
-// per 32 bytes. A step of 32 columns that a row's end cuts short runs on zero-padded copies of
-// its weights and activations.
+// AVX2 + FMA GEMM over packed FP8 weights (fp8.h; loop order fp8_tiled.h): the FMA arithmetic,
+// the ref's bits. A group's 16 rows as four 8-lane vectors of 4 rows × (even, odd) element, so
+// each lane is one of the ref's two chains (E, O) of one row: per pair, 8 codes per vector
+// (vpmovsxbd, << 20, mask: sign, exponent and mantissa where an fp32 has them, the value ·
+// 2^-120 exactly, subnormals included; one multiply by 2^112 gives the value · 2^-8 as the ref
+// decodes it) and one FMA against the broadcast activation pair. At each block's end E + O per
+// row (one horizontal add) takes one FMA with the rows' scales. Two activation rows share each
+// decoded vector (eight independent chains).
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
 
 #include "kernels/fp8.h"
 #include "kernels/fp8_tiled.h"
@@ -17,118 +17,96 @@ namespace mx::avx2 {
 
 namespace {
 
-constexpr int64_t kPrefetchAhead = 2048;
+constexpr int64_t kAhead = 1024;  // bytes each group's stream is prefetched ahead
 
-inline float Sum8(__m256 v) {
-  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 h = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
+// The fp32 activations, read in place: row i at x + i·ldx, k values.
+struct FloatX {
+  const float* x;
+  int64_t ldx, k;
+};
+
+// Rows [i, i + R) (R = 1, 2) of xs against one group: out[r][l] for the group's 16 rows.
+template <int R>
+void Group(const FloatX& xs, int64_t i, const uint8_t* wg, const float* sg, int64_t k,
+           float (*out)[kFp8RowGroup]) {
+  const __m256i field = _mm256_set1_epi32(static_cast<int32_t>(0x87F00000u));
+  const __m256 two112 = _mm256_set1_ps(0x1p112f);
+  const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+  const int64_t nq = Fp8Quads(k), kb = Fp8ScaleCols(k), full_pairs = k / 2;
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < kb; ++b) {
+    __m256 ch[R][4];  // rows 4a .. 4a + 3, (E, O) interleaved
+    for (int r = 0; r < R; ++r) {
+      for (auto& v : ch[r]) v = _mm256_setzero_ps();
+    }
+    const int64_t q_end = std::min(nq, (b + 1) * (kFp8Block / 4));
+    for (int64_t q = b * (kFp8Block / 4); q < q_end; ++q) {
+      const uint8_t* wq = wg + q * kFp8QuadBytes;
+      _mm_prefetch(reinterpret_cast<const char*>(wq) + kAhead, _MM_HINT_T0);
+      for (int h = 0; h < 2; ++h) {
+        const int64_t p = 2 * q + h;
+        __m256 xp[R];
+        for (int r = 0; r < R; ++r) {
+          const float* xr = xs.x + (i + r) * xs.ldx + 2 * p;
+          if (p < full_pairs) {
+            xp[r] = _mm256_castpd_ps(_mm256_broadcast_sd(reinterpret_cast<const double*>(xr)));
+          } else {  // the padding column(s) pair with x = 0
+            const float e = 2 * p < k ? xr[0] : 0.0f;
+            xp[r] = _mm256_setr_ps(e, 0, e, 0, e, 0, e, 0);
+          }
+        }
+        for (int a = 0; a < 4; ++a) {
+          const __m128i bytes =
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wq + 16 * a + 8 * h));
+          const __m256i bits =
+              _mm256_and_si256(_mm256_slli_epi32(_mm256_cvtepi8_epi32(bytes), 20), field);
+          const __m256 w = _mm256_mul_ps(_mm256_castsi256_ps(bits), two112);
+          for (int r = 0; r < R; ++r) ch[r][a] = _mm256_fmadd_ps(xp[r], w, ch[r][a]);
+        }
+      }
+    }
+    for (int hv = 0; hv < 2; ++hv) {  // rows 8hv .. 8hv + 7
+      const __m256 sv = _mm256_loadu_ps(sg + b * kFp8RowGroup + 8 * hv);
+      for (int r = 0; r < R; ++r) {
+        const __m256 bs = _mm256_permutevar8x32_ps(_mm256_hadd_ps(ch[r][2 * hv], ch[r][2 * hv + 1]),
+                                                   order);  // E + O, rows in order
+        acc[r][hv] = _mm256_fmadd_ps(bs, sv, acc[r][hv]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_ps(out[r], acc[r][0]);
+    _mm256_storeu_ps(out[r] + 8, acc[r][1]);
+  }
 }
 
 struct Tile {
   template <int MR>
-  static constexpr int kWRows = MR == 1   ? 4
-                                : MR == 2 ? 2
-                                          : 1;
+  static constexpr int kGroups = 1;
 
   template <int MR, int NR>
-  static void Run(const float* x, int64_t ldx, const uint8_t* w, int64_t k,
-                  const float* const (&sc)[NR], float* y, int64_t ldy) {
-    const __m256i field = _mm256_set1_epi32(static_cast<int32_t>(0x87F00000u));
-    const __m256i top = _mm256_set1_epi8(static_cast<char>(0x80));
-    const __m256i ones = _mm256_set1_epi8(static_cast<char>(0xff));
-    __m256 acc[2][NR][MR];
-    for (auto& a : acc) {
-      for (auto& ac : a) {
-        for (auto& v : ac) v = _mm256_setzero_ps();
+  static void Run(const FloatX& xs, int64_t i, const uint8_t* wg, const float* sg, int64_t k,
+                  float* y, int64_t ldy, int lo, int hi) {
+    static_assert(NR == 1);
+    float out[2][kFp8RowGroup];
+    for (int r = 0; r < MR; r += 2) {
+      const int rows = std::min(2, MR - r);
+      if (rows == 2) {
+        Group<2>(xs, i + r, wg, sg, k, out);
+      } else {
+        Group<1>(xs, i + r, wg, sg, k, out);
       }
-    }
-    __m256i nan[NR];
-    for (auto& v : nan) v = _mm256_setzero_si256();
-    for (int64_t b0 = 0; b0 < k; b0 += kFp8Block) {
-      const int64_t end = std::min(b0 + kFp8Block, k);
-      __m256 c1[NR], c2[NR];
-      bool big = false;
-      for (int c = 0; c < NR; ++c) {
-        const float sv = sc[c][b0 / kFp8Block];
-        if (std::fabs(sv) < 256.0f) {
-          c1[c] = _mm256_set1_ps(sv * 0x1p120f);
-          c2[c] = _mm256_set1_ps(1.0f);
-        } else {  // large, inf or NaN: value first, then the scale
-          c1[c] = _mm256_set1_ps(0x1p120f);
-          c2[c] = _mm256_set1_ps(sv);
-          big = true;
-        }
-      }
-      // 32 columns from W rows wr[c] and activation rows xr[r] (rows of the matrices, or the
-      // zero-padded copies of a short step).
-      auto step = [&](const uint8_t* const(&wr)[NR], const float* const(&xr)[MR]) {
-        for (int c = 0; c < NR; ++c) {
-          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr[c]));
-          nan[c] = _mm256_or_si256(nan[c], _mm256_cmpeq_epi8(_mm256_or_si256(v, top), ones));
-        }
-        auto chunk = [&]<int A>(int off) {
-          __m256 f[NR];
-          for (int c = 0; c < NR; ++c) {
-            const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wr[c] + off));
-            const __m256i bits =
-                _mm256_and_si256(_mm256_slli_epi32(_mm256_cvtepi8_epi32(bytes), 20), field);
-            f[c] = _mm256_mul_ps(_mm256_castsi256_ps(bits), c1[c]);
-            if (big) f[c] = _mm256_mul_ps(f[c], c2[c]);
-          }
-          for (int r = 0; r < MR; ++r) {
-            const __m256 xv = _mm256_loadu_ps(xr[r] + off);
-            for (int c = 0; c < NR; ++c) acc[A][c][r] = _mm256_fmadd_ps(xv, f[c], acc[A][c][r]);
-          }
-        };
-        chunk.template operator()<0>(0);
-        chunk.template operator()<1>(8);
-        chunk.template operator()<0>(16);
-        chunk.template operator()<1>(24);
-      };
-      int64_t t = b0;
-      for (; t + 32 <= end; t += 32) {
-        const uint8_t* wr[NR];
-        const float* xr[MR];
-        for (int c = 0; c < NR; ++c) {
-          wr[c] = w + c * k + t;
-          _mm_prefetch(reinterpret_cast<const char*>(wr[c] + kPrefetchAhead), _MM_HINT_T0);
-        }
-        for (int r = 0; r < MR; ++r) xr[r] = x + r * ldx + t;
-        step(wr, xr);
-      }
-      if (t < end) {  // 1..31 columns left: zero codes and zero activations pad the step
-        const int64_t left = end - t;
-        alignas(32) uint8_t wb[NR][32] = {};
-        alignas(32) float xb[MR][32] = {};
-        const uint8_t* wr[NR];
-        const float* xr[MR];
-        for (int c = 0; c < NR; ++c) {
-          std::memcpy(wb[c], w + c * k + t, left);
-          wr[c] = wb[c];
-        }
-        for (int r = 0; r < MR; ++r) {
-          std::memcpy(xb[r], x + r * ldx + t, left * sizeof(float));
-          xr[r] = xb[r];
-        }
-        step(wr, xr);
-      }
-    }
-    for (int c = 0; c < NR; ++c) {
-      const bool has_nan = !_mm256_testz_si256(nan[c], nan[c]);
-      for (int r = 0; r < MR; ++r) {
-        const float v = Sum8(_mm256_add_ps(acc[0][c][r], acc[1][c][r]));
-        y[r * ldy + c] = has_nan ? std::numeric_limits<float>::quiet_NaN() : v;
-      }
+      for (int rr = 0; rr < rows; ++rr) std::copy(out[rr] + lo, out[rr] + hi, y + (r + rr) * ldy);
     }
   }
 };
 
 }  // namespace
 
-void GemmFp8(const float* x, int64_t ldx, const uint8_t* w, const float* s, int64_t phase, float* y,
-             int64_t ldy, int64_t m, int64_t n, int64_t k, GemmTiling t) {
-  TiledGemmFp8<Tile>(x, ldx, w, s, phase, y, ldy, m, n, k, t);
+void GemmFp8(const float* x, int64_t ldx, int64_t m, const uint8_t* wp, const float* sp, int64_t k,
+             int64_t r0, int64_t r1, float* y, int64_t ldy, GemmTiling t) {
+  GroupedGemmFp8<Tile>(FloatX{x, ldx, k}, m, wp, sp, k, r0, r1, y, ldy, t);
 }
 
 }  // namespace mx::avx2

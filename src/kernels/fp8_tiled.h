@@ -1,7 +1,9 @@
-// The loop order the per-ISA FP8 GEMMs (fp8_avx2.cpp, fp8_avx512.cpp) share: W in column blocks
-// of t.nb rows, within a block the activation rows in tiles of t.mr (the leftover rows in tiles
-// of 2, then 1), each tile against every W row of the block, Tile::kWRows<MR> W rows at a time.
-// Included only by the ISA translation units; `Tile` is theirs.
+// The loop order the per-ISA packed FP8 GEMMs share (fp8.h), the packed bf16 kernels' order
+// (bf16_packed_tiled.h) on FP8's groups: W's row groups in cache blocks of t.nb rows
+// (ForEachTile, gemm_tiling.h); within a block the activation rows in tiles of t.mr (the
+// leftover rows in tiles of 4, 2, then 1), each tile against the block's whole groups NR at a
+// time, and against a group the slice cuts alone. Included only by the ISA translation units;
+// `Tile` and its activation source `X` are theirs.
 #pragma once
 
 #include <algorithm>
@@ -11,43 +13,54 @@
 
 namespace mx {
 
-// Default row tile of the SIMD FP8 kernels (GemmTiling::mr = 0).
-inline constexpr int kFp8DefaultRowTile = 4;
-
-// Tile::Run<MR, NR>(x, ldx, w, k, sc, y, ldy): y[r·ldy + c] = x row r (r < MR) · dequantized W
-// row c (c < NR; rows k bytes apart from w, W row c's block scales at sc[c]), NR =
-// Tile::kWRows<MR> or 1 for the leftover W rows; the per-output arithmetic must not depend on
-// MR or NR (bit-identical tilings).
+// Tile::Run<MR, NR>(xs, i, wg, sg, k, y, ldy, lo, hi): y[r·ldy + c·16 + (l − lo)] = activation
+// row i + r of xs (r < MR) · row l of group c (c < NR) of the groups at wg (codes) / sg
+// (scales), for lo <= l < hi (NR > 1: whole groups, lo = 0, hi = 16). Tile::kGroups<MR> is its
+// widest NR for a row tile of MR. The per-output arithmetic must not depend on MR or NR.
 template <typename Tile>
-void TiledGemmFp8(const float* x, int64_t ldx, const uint8_t* w, const float* s, int64_t phase,
-                  float* y, int64_t ldy, int64_t m, int64_t n, int64_t k, GemmTiling t) {
-  if (m <= 0 || n <= 0) return;
-  const int64_t kb = Fp8ScaleCols(k);
-  const int mr = t.mr > 0 ? t.mr : kFp8DefaultRowTile;
-  const int64_t cb = t.nb > 0 ? t.nb : n;
-  auto scales = [&](int64_t j) { return s + (phase + j) / kFp8Block * kb; };
-  auto rows = [&]<int MR>(int64_t j0, int64_t nj, int64_t& i) {
-    constexpr int NR = Tile::template kWRows<MR>;
+struct Fp8GroupRuns {
+  const uint8_t* wp;
+  const float* sp;
+  int64_t k, code_stride, scale_stride;
+
+  template <int MR, int NR, typename X>
+  void Whole(const X& xs, int64_t i, int64_t g, int64_t g_end, float* y, int64_t ldy) const {
+    for (; g + NR <= g_end; g += NR, y += NR * kFp8RowGroup) {
+      Tile::template Run<MR, NR>(xs, i, wp + g * code_stride, sp + g * scale_stride, k, y, ldy, 0,
+                                 static_cast<int>(kFp8RowGroup));
+    }
+    if constexpr (NR > 1) Whole<MR, NR / 2>(xs, i, g, g_end, y, ldy);
+  }
+};
+
+template <typename Tile, typename X>
+void GroupedGemmFp8(const X& xs, int64_t m, const uint8_t* wp, const float* sp, int64_t k,
+                    int64_t r0, int64_t r1, float* y, int64_t ldy, GemmTiling t) {
+  if (m <= 0 || r1 <= r0) return;
+  const Fp8GroupRuns<Tile> gs{wp, sp, k, Fp8Quads(k) * kFp8QuadBytes,
+                              Fp8ScaleCols(k) * kFp8RowGroup};
+  const int mr = t.mr > 0 ? t.mr : 8;
+  const int64_t g_first = r0 / kFp8RowGroup, g_end = Fp8Groups(r1);
+  const int64_t cb = t.nb > 0 ? std::max<int64_t>(1, Fp8Groups(t.nb)) : g_end - g_first;
+  const int64_t w0 = Fp8Groups(r0), w1 = r1 / kFp8RowGroup;  // the groups the slice holds whole
+  auto rows = [&]<int MR>(int64_t g0, int64_t g1, int64_t& i) {
+    const int64_t a = std::clamp(w0, g0, g1), b = std::clamp(w1, a, g1);
     for (; i + MR <= m; i += MR) {
-      int64_t j = j0;
-      for (; j + NR <= j0 + nj; j += NR) {
-        const float* sc[NR];
-        for (int c = 0; c < NR; ++c) sc[c] = scales(j + c);
-        Tile::template Run<MR, NR>(x + i * ldx, ldx, w + j * k, k, sc, y + i * ldy + j, ldy);
-      }
-      for (; j < j0 + nj; ++j) {
-        const float* sc[1] = {scales(j)};
-        Tile::template Run<MR, 1>(x + i * ldx, ldx, w + j * k, k, sc, y + i * ldy + j, ldy);
-      }
+      float* yi = y + i * ldy;     // output row j of W at yi + (j − r0)
+      auto cut = [&](int64_t g) {  // a group the slice cuts, alone
+        const int64_t base = g * kFp8RowGroup;
+        const int lo = static_cast<int>(std::max<int64_t>(r0 - base, 0));
+        const int hi = static_cast<int>(std::min<int64_t>(r1 - base, kFp8RowGroup));
+        Tile::template Run<MR, 1>(xs, i, wp + g * gs.code_stride, sp + g * gs.scale_stride, k,
+                                  yi + (base + lo - r0), ldy, lo, hi);
+      };
+      for (int64_t g = g0; g < a; ++g) cut(g);
+      gs.template Whole<MR, Tile::template kGroups<MR>>(xs, i, a, b, yi + (a * kFp8RowGroup - r0),
+                                                        ldy);
+      for (int64_t g = b; g < g1; ++g) cut(g);
     }
   };
-  for (int64_t j0 = 0; j0 < n; j0 += cb) {
-    const int64_t nj = std::min(cb, n - j0);
-    int64_t i = 0;
-    if (mr >= 4) rows.template operator()<4>(j0, nj, i);
-    if (mr >= 2) rows.template operator()<2>(j0, nj, i);
-    rows.template operator()<1>(j0, nj, i);
-  }
+  ForEachTile(g_first, g_end, cb, mr, rows);
 }
 
 }  // namespace mx

@@ -81,7 +81,7 @@ const KernelTable& Avx512WithMxfp4() {
   static const KernelTable t = [] {
     KernelTable k = Avx512KernelTable();
     k.gemm_mxfp4 = avx512::GemmMxfp4;
-    k.gemm_fp8 = avx512::GemmFp8;
+    k.gemm_fp8 = avx2::GemmFp8;
     k.attend_rows = avx512::AttendRows;
     k.attend_rows_bf16 = avx512::AttendRowsBf16;
     k.indexer_scores = avx512::IndexerScores;
@@ -91,6 +91,7 @@ const KernelTable& Avx512WithMxfp4() {
     if (GetCpuFeatures().avx512bf16) {
       k.gemm_bf16 = avx512::GemmBf16Dot;
       k.gemm_bf16_packed = avx512::GemmBf16PackedDot;
+      k.gemm_fp8 = avx512::GemmFp8Dot;
     }
     return k;
   }();
@@ -138,6 +139,18 @@ void RoundXThenPacked(const float* x, int64_t ldx, int64_t m, const uint16_t* wp
   Table().gemm_bf16_packed(xr.data(), k, m, wp, k, r0, r1, y, ldy, t);
 }
 
+// The same for the packed FP8 GEMM.
+template <const KernelTable& (*Table)()>
+void RoundXThenFp8(const float* x, int64_t ldx, int64_t m, const uint8_t* wp, const float* sp,
+                   int64_t k, int64_t r0, int64_t r1, float* y, int64_t ldy, GemmTiling t) {
+  thread_local std::vector<float> xr;
+  if (xr.size() < static_cast<size_t>(m * k)) xr.resize(m * k);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < k; ++j) xr[i * k + j] = Bf16ToF32(F32ToBf16(x[i * ldx + j]));
+  }
+  Table().gemm_fp8(xr.data(), k, m, wp, sp, k, r0, r1, y, ldy, t);
+}
+
 const KernelTable& RefTable() { return kRefTable; }
 
 template <const KernelTable& (*Base)()>
@@ -154,6 +167,13 @@ const KernelTable& X16Table() {
     } else {
       k.gemm_bf16 = RoundXThenGemm<Base>;
       k.gemm_bf16_packed = RoundXThenPacked<Base>;
+    }
+    if (k.gemm_fp8 == avx512::GemmFp8Dot) {
+      k.gemm_fp8 = avx512::GemmFp8DotX16;
+    } else if (k.level == KernelLevel::kRef) {
+      k.gemm_fp8 = ref::GemmFp8X16;
+    } else {
+      k.gemm_fp8 = RoundXThenFp8<Base>;
     }
     return k;
   }();
@@ -383,17 +403,19 @@ std::string KernelSelfTest(const KernelTable& t) {
     if (!Close(got, want, kTol)) return "gemm_mxfp4";
   }
   if (t.gemm_fp8 != nullptr) {
-    // 200 columns (a partial 128-block and a partial vector), W rows starting at row 120 of
-    // their block (a block change inside the tile), codes below 2 in magnitude (subnormals
-    // included) so that the fp32 reordering stays within kTol.
-    constexpr int64_t k8 = 200, kb = 2, phase = 120;
+    // 21 rows (a partial group), codes
+    // below 2 in magnitude (subnormals included) so that the fp32 reordering stays within kTol.
+    constexpr int64_t k8 = 202, kb = 2;  // 202: a partial block and quad
     std::vector<uint8_t> w8(n * k8);
     for (size_t i = 0; i < w8.size(); ++i) w8[i] = static_cast<uint8_t>(i * 37 + 11) & 0xbf;
-    const auto sf = KnownInputs(2 * kb, 9);
+    const auto sf = KnownInputs(kb, 9);
     const auto x8 = KnownInputs(m * k8, 10);
+    std::vector<uint8_t> wp(Fp8PackedBytes(n, k8));
+    std::vector<float> sp(Fp8PackedScales(n, k8));
+    PackFp8(w8.data(), k8, sf.data(), 0, n, k8, wp.data(), sp.data());
     std::vector<float> want(m * n, nan), got(m * n, nan);
-    ref::GemmFp8(x8.data(), k8, w8.data(), sf.data(), phase, want.data(), n, m, n, k8, {});
-    t.gemm_fp8(x8.data(), k8, w8.data(), sf.data(), phase, got.data(), n, m, n, k8, {});
+    r.gemm_fp8(x8.data(), k8, m, wp.data(), sp.data(), k8, 0, n, want.data(), n, {});
+    t.gemm_fp8(x8.data(), k8, m, wp.data(), sp.data(), k8, 0, n, got.data(), n, {});
     if (!Close(got, want, kTol)) return "gemm_fp8";
   }
   return "";

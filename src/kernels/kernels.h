@@ -94,15 +94,15 @@ struct KernelTable {
   // out[k] = the positions of the k largest scores[n] (ties → lower position), ascending.
   // `scratch` holds TopKSetScratch(n) int32s. REQUIRES: k <= n; no NaN scores.
   TopKSetFn topk_set = nullptr;
-  // y[M, N] = x · Wᵀ with W FP8 e4m3 and one fp32 scale per 128 × 128 block; see kernels/fp8.h.
-  // nullptr means the ref kernel (GemmFp8 falls back to it).
+  // y[M, r0..r1) = x · Wᵀ with W FP8 e4m3 (one fp32 scale per 128 × 128 block) packed in
+  // 16-row groups (kernels/fp8.h), x taken as bf16_activations says.
   GemmFp8Fn gemm_fp8 = nullptr;
 };
 
 // The table for one level; nullptr when that level is not compiled in or the CPU lacks it.
 const KernelTable* GetKernelTable(KernelLevel level);
-// `t` with gemm_bf16 taking its activations as `a` (the same level's other entries unchanged).
-// REQUIRES: t is a table GetKernelTable handed out (or one this function returned).
+// `t` with gemm_bf16 (and gemm_fp8) taking its activations as `a` (the same level's other entries
+// unchanged). REQUIRES: t is a table GetKernelTable handed out (or one this function returned).
 const KernelTable& WithGemmActivations(const KernelTable& t, GemmActivations a);
 // The table for the `--kernels` and `--gemm-activations` flags: `level` "" (SelectKernels()) or
 // ref|avx2|avx512, `activations` fp32|bf16. An error names the flag and the value.

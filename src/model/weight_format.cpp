@@ -1,7 +1,8 @@
 // The LinearFormat table: bf16 (packed at load in 16-row groups; kernels/bf16_packed.h), bf16
 // row-major (the weights derived in code, e.g. MLA's absorbed key weight), f32 (owned; f16
 // widened), MXFP4 (Quark codes packed in 16-row groups with their E8M0 scales; kernels/mxfp4.h),
-// FP8 (e4m3 codes and 128 × 128 block scales as stored, mapped; kernels/fp8.h).
+// FP8 (e4m3 codes and 128 × 128 block scales as stored, mapped, and packed at load in 16-row
+// groups; kernels/fp8.h).
 #include "model/weight_format.h"
 
 #include <algorithm>
@@ -296,9 +297,18 @@ void ColsGemmMxfp4(const KernelTable& kt, const LinearWeight& w, const float*, c
 }
 
 // ---- FP8: e4m3 codes [n, k] (a view into the mapped checkpoint) and fp32 scales per 128 × 128
-// block (a view when aligned); rows from fp8_phase of the first block row (LinearWeight).
+// block (a view when aligned); rows from fp8_phase of the first block row (LinearWeight); and
+// the kernels' packed copy of both (kernels/fp8.h), made once per weight at load.
 
 constexpr int64_t kFp8 = kFp8Block;
+
+void PackFp8Weight(LinearWeight& w) {
+  w.owned_fp8p.resize(Fp8PackedBytes(w.n, w.k));
+  w.owned_fp8p_s.resize(Fp8PackedScales(w.n, w.k));
+  PackFp8(w.fp8, w.k, w.fp8_s, w.fp8_phase, w.n, w.k, w.owned_fp8p.data(), w.owned_fp8p_s.data());
+  w.fp8p = w.owned_fp8p.data();
+  w.fp8p_s = w.owned_fp8p_s.data();
+}
 
 LinearWeight LoadFp8(const TensorView& v, const TensorView* scale) {
   MX_CHECK(scale != nullptr);  // CheckCheckpoint pairs them and checks the scale's shape
@@ -314,6 +324,7 @@ LinearWeight LoadFp8(const TensorView& v, const TensorView* scale) {
     std::memcpy(w.owned_fp8_s.data(), scale->data, scale->nbytes);
     w.fp8_s = w.owned_fp8_s.data();
   }
+  PackFp8Weight(w);
   return w;
 }
 
@@ -326,15 +337,26 @@ float AtFp8(const LinearWeight& w, int64_t row, int64_t col) {
   return Fp8E4M3FnToF32(w.fp8[row * w.k + col]) * Fp8ScaleRow(w, row)[col / kFp8];
 }
 
+// A view (`copy` false): the row-major codes viewed, the packed ones viewed when `first` starts
+// a group, else packed anew. A copy: the row-major codes copied unless they are a view into
+// the mapped checkpoint (which outlives every weight), and packed anew.
 LinearWeight RowsFp8(const LinearWeight& w, int64_t first, int64_t count, bool copy) {
   LinearWeight v;
   v.dtype = w.dtype;
   v.n = count;
   v.k = w.k;
   v.fp8_phase = (w.fp8_phase + first) % kFp8;
-  if (!copy) {
+  const bool mapped = w.owned_mx_q.empty() && w.owned_fp8_s.empty();
+  if (!copy || mapped) {
     v.fp8 = w.fp8 + first * w.k;
     v.fp8_s = Fp8ScaleRow(w, first);
+    if (!copy && first % kFp8RowGroup == 0) {
+      const int64_t g = first / kFp8RowGroup;
+      v.fp8p = w.fp8p + g * Fp8Quads(w.k) * kFp8QuadBytes;
+      v.fp8p_s = w.fp8p_s + g * Fp8ScaleCols(w.k) * kFp8RowGroup;
+    } else {
+      PackFp8Weight(v);
+    }
     return v;
   }
   v.owned_mx_q.assign(w.fp8 + first * w.k, w.fp8 + (first + count) * w.k);
@@ -343,6 +365,7 @@ LinearWeight RowsFp8(const LinearWeight& w, int64_t first, int64_t count, bool c
   v.owned_fp8_s.assign(s, s + block_rows * Fp8ScaleCols(w.k));
   v.fp8 = v.owned_mx_q.data();
   v.fp8_s = v.owned_fp8_s.data();
+  PackFp8Weight(v);
   return v;
 }
 
@@ -366,20 +389,19 @@ LinearWeight ColsFp8(const LinearWeight& w, int64_t first, int64_t count) {
   }
   v.fp8 = v.owned_mx_q.data();
   v.fp8_s = v.owned_fp8_s.data();
+  PackFp8Weight(v);
   return v;
 }
 
 void GemmFp8Weight(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t m,
                    const LinearWeight& w, float* y, GemmTiling t) {
-  GemmFp8(kt, pool, x, m, w.k, w.fp8, w.fp8_s, w.fp8_phase, w.n, y, t);
+  GemmFp8(kt, pool, x, m, w.k, w.fp8p, w.fp8p_s, w.n, y, t);
 }
 
 void ColsGemmFp8(const KernelTable& kt, const LinearWeight& w, const float* xf, const BlockQ8*,
                  int64_t m, int64_t c0, int64_t c1, float* y, int64_t ldy, GemmTiling t) {
-  const GemmFp8Fn fn = kt.gemm_fp8 != nullptr ? kt.gemm_fp8 : ref::GemmFp8;
-  const int64_t k = w.k;
-  fn(xf, k, w.fp8 + c0 * k, Fp8ScaleRow(w, c0), (w.fp8_phase + c0) % kFp8, y + c0, ldy, m, c1 - c0,
-     k, t);
+  MX_CHECK_MSG(kt.gemm_fp8 != nullptr, "the kernel table has no gemm_fp8");
+  kt.gemm_fp8(xf, w.k, m, w.fp8p, w.fp8p_s, w.k, c0, c1, y + c0, ldy, t);
 }
 
 // Bytes a weight occupies: its blocks × block_bytes (bf16, f32, MXFP4: every row has its own
@@ -389,7 +411,8 @@ int64_t BytesPerRowBlocks(const LinearWeight& w) {
   return w.n * (w.k / f.block) * f.block_bytes;
 }
 
-// FP8: a byte per weight and 4 per 128 × 128 block.
+// FP8: a byte per weight and 4 per 128 × 128 block (as stored; the packed copy the kernels read
+// adds the padding to whole groups and 4 bytes per row and block, ~3%).
 int64_t BytesFp8(const LinearWeight& w) {
   return w.n * w.k + 4 * ((w.fp8_phase + w.n + kFp8 - 1) / kFp8) * Fp8ScaleCols(w.k);
 }
@@ -414,8 +437,8 @@ std::span<const LinearFormat> Formats() {
       {"mxfp4", DType::kU8, kMxBlock, kMxBlock / 2 + 1, kMxfp4Files, &quant::Mxfp4Format(), true,
        kMxRowGroup, LoadMxfp4, AtMxfp4, RowsMxfp4, ColsMxfp4, GemmMxfp4Weight, ColsGemmMxfp4,
        BytesPerRowBlocks},
-      {"fp8", DType::kF8_E4M3, kFp8, kFp8, kFp8Files, &quant::Fp8Format(), false, 1, LoadFp8, AtFp8,
-       RowsFp8, ColsFp8, GemmFp8Weight, ColsGemmFp8, BytesFp8},
+      {"fp8", DType::kF8_E4M3, kFp8, kFp8, kFp8Files, &quant::Fp8Format(), false, kFp8RowGroup,
+       LoadFp8, AtFp8, RowsFp8, ColsFp8, GemmFp8Weight, ColsGemmFp8, BytesFp8},
   });
   return t;
 }

@@ -61,7 +61,7 @@ LinearWeight SliceRows(LinearWeight w, int64_t first, int64_t count) {
   MX_CHECK_LE(first + count, w.n);
   if (first == 0 && count == w.n) return w;
   const bool owned = !w.owned_f32.empty() || !w.owned_bf16.empty() || !w.owned_mx_q.empty() ||
-                     !w.owned_fp8_s.empty();
+                     !w.owned_fp8_s.empty() || !w.owned_fp8p.empty();
   return FormatOf(w).rows(w, first, count, /*copy=*/owned);
 }
 

@@ -47,12 +47,18 @@ struct LinearWeight {
   const uint8_t* fp8 = nullptr;
   const float* fp8_s = nullptr;  // [ceil((fp8_phase + n)/128), ceil(k/128)]
   int64_t fp8_phase = 0;
+  // FP8 packed for the kernels (kernels/fp8.h PackFp8): codes and per-row scales, owned (or a
+  // view of a whole-group row range of another weight's).
+  const uint8_t* fp8p = nullptr;
+  const float* fp8p_s = nullptr;
   int64_t n = 0, k = 0;
   std::vector<float> owned_f32;      // backing store when converted (f16/f32)
   std::vector<uint16_t> owned_bf16;  // backing store when the mapped data is misaligned
   std::vector<uint8_t> owned_mx_q;   // packed MXFP4 codes; FP8 codes when copied
   std::vector<uint8_t> owned_mx_e;   // MXFP4 scales
   std::vector<float> owned_fp8_s;    // FP8 scales when copied or misaligned
+  std::vector<uint8_t> owned_fp8p;   // FP8 packed codes
+  std::vector<float> owned_fp8p_s;   // FP8 packed scales
 
   bool is_mxfp4() const { return dtype == DType::kU8; }
 
