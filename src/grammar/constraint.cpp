@@ -1,8 +1,10 @@
 // Constraint kinds -> grammars, and the compile cache.
 #include "grammar/constraint.h"
 
+#include "base/json_depth.h"
 #include "grammar/ebnf_compiler.h"
 #include "grammar/regex_compiler.h"
+#include "grammar/tool_call_grammar.h"
 
 namespace mx::grammar {
 
@@ -18,6 +20,8 @@ const char* ConstraintKindName(ConstraintKind k) {
       return "choice";
     case ConstraintKind::kEbnf:
       return "ebnf";
+    case ConstraintKind::kToolCall:
+      return "tool_call";
   }
   return "?";
 }
@@ -46,6 +50,19 @@ Result<Grammar> CompileConstraint(const ConstraintSpec& spec, const JsonOptions&
       return RegexGrammar(spec.text, limits);
     case ConstraintKind::kEbnf:
       return EbnfGrammar(spec.text, limits);
+    case ConstraintKind::kToolCall: {
+      if (static_cast<int64_t>(spec.text.size()) > limits.max_source_bytes) {
+        return ResourceExhausted("the tools are {} bytes, over the limit {}", spec.text.size(),
+                                 limits.max_source_bytes);
+      }
+      if (JsonNestingDepth(spec.text, 2 * limits.max_depth) > 2 * limits.max_depth) {
+        return ResourceExhausted("the tools nest JSON deeper than {} levels (limit)",
+                                 2 * limits.max_depth);
+      }
+      const auto tools = nlohmann::ordered_json::parse(spec.text, nullptr, false);
+      if (tools.is_discarded()) return InvalidArgument("the tool-call constraint is not JSON");
+      return ToolCallGrammar(tools, json, limits);
+    }
     case ConstraintKind::kChoice: {
       if (spec.choices.empty()) return InvalidArgument("a choice list must not be empty");
       GrammarBuilder b(limits);
@@ -66,8 +83,11 @@ Result<Grammar> CompileConstraint(const ConstraintSpec& spec, const JsonOptions&
   return InvalidArgument("unknown constraint kind");
 }
 
-GrammarCache::GrammarCache(std::shared_ptr<const VocabIndex> vocab, GrammarCacheOptions opt)
-    : vocab_(std::move(vocab)), opt_(std::move(opt)) {}
+GrammarCache::GrammarCache(std::shared_ptr<const VocabIndex> vocab, GrammarCacheOptions opt,
+                           std::shared_ptr<const VocabIndex> tool_vocab)
+    : vocab_(std::move(vocab)),
+      tool_vocab_(tool_vocab ? std::move(tool_vocab) : vocab_),
+      opt_(std::move(opt)) {}
 
 Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::Get(const ConstraintSpec& spec) {
   const std::string key = spec.Key();
@@ -84,7 +104,8 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::Get(const Constrain
   Result<Grammar> g = CompileConstraint(spec, opt_.json, opt_.limits);
   if (!g.ok()) return g.status();
   auto cg = std::make_shared<const CompiledGrammar>(
-      std::make_shared<const Grammar>(std::move(g).value()), vocab_);
+      std::make_shared<const Grammar>(std::move(g).value()),
+      spec.kind == ConstraintKind::kToolCall ? tool_vocab_ : vocab_, opt_.masks);
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = index_.find(key); it != index_.end()) return it->second->second;
   lru_.emplace_front(key, cg);

@@ -15,7 +15,9 @@
 
 namespace mx::grammar {
 
-enum class ConstraintKind { kJsonSchema, kJsonObject, kRegex, kChoice, kEbnf };
+// kToolCall: text is {"tools": [...], "name": NAME | null} (tool_call_grammar.h); compiled
+// against the cache's tool vocabulary, which lets the tool-call tags' special tokens through.
+enum class ConstraintKind { kJsonSchema, kJsonObject, kRegex, kChoice, kEbnf, kToolCall };
 const char* ConstraintKindName(ConstraintKind k);  // "json_schema", "json_object", ...
 
 struct ConstraintSpec {
@@ -32,20 +34,23 @@ Result<Grammar> CompileConstraint(const ConstraintSpec& spec, const JsonOptions&
 struct GrammarCacheOptions {
   GrammarLimits limits;
   JsonOptions json;
+  MaskCacheOptions masks;
   size_t capacity = 256;  // compiled grammars kept (least recently used dropped)
 };
 
 // Thread-safe.
 class GrammarCache {
  public:
-  GrammarCache(std::shared_ptr<const VocabIndex> vocab, GrammarCacheOptions opt = {});
+  // tool_vocab: for kToolCall constraints (null: `vocab`).
+  GrammarCache(std::shared_ptr<const VocabIndex> vocab, GrammarCacheOptions opt = {},
+               std::shared_ptr<const VocabIndex> tool_vocab = nullptr);
   Result<std::shared_ptr<const CompiledGrammar>> Get(const ConstraintSpec& spec);
   int64_t hits() const;
   int64_t misses() const;
   const std::shared_ptr<const VocabIndex>& vocab() const { return vocab_; }
 
  private:
-  std::shared_ptr<const VocabIndex> vocab_;
+  std::shared_ptr<const VocabIndex> vocab_, tool_vocab_;
   GrammarCacheOptions opt_;
   mutable std::mutex mu_;
   std::list<std::pair<std::string, std::shared_ptr<const CompiledGrammar>>> lru_;

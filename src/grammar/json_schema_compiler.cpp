@@ -266,7 +266,12 @@ class SchemaCompiler {
   Elem JsonChar() {
     if (!jchar_) {
       const Elem raw =
-          CodepointSet(b_, {{0x20, '"' - 1}, {'"' + 1, '\\' - 1}, {'\\' + 1, kMaxCodepoint}});
+          opt_.escape_lt
+              ? CodepointSet(b_, {{0x20, '"' - 1},
+                                  {'"' + 1, '<' - 1},
+                                  {'<' + 1, '\\' - 1},
+                                  {'\\' + 1, kMaxCodepoint}})
+              : CodepointSet(b_, {{0x20, '"' - 1}, {'"' + 1, '\\' - 1}, {'\\' + 1, kMaxCodepoint}});
       Seq esc = {b_.Byte('\\')};
       ByteClass simple;
       for (char x : std::string_view("\"\\/bfnrt")) simple.Add(static_cast<uint8_t>(x));
@@ -633,9 +638,14 @@ Result<Grammar> Finish(GrammarBuilder& b, const SchemaCompiler& c, Elem top) {
 
 }  // namespace
 
+const std::string* JsonStringFormatRegex(std::string_view format) {
+  auto it = kFormats.find(format);
+  return it == kFormats.end() ? nullptr : &it->second;
+}
+
 Status CompileJsonSchema(GrammarBuilder& b, const nlohmann::ordered_json& schema,
-                         const JsonOptions& opt, Elem* out) {
-  SchemaCompiler c(b, schema, opt);
+                         const JsonOptions& opt, Elem* out, const nlohmann::ordered_json* root) {
+  SchemaCompiler c(b, root != nullptr ? *root : schema, opt);
   *out = c.Compile(schema, 0, "#");
   return c.status();
 }

@@ -28,6 +28,9 @@ namespace mx::grammar {
 
 struct JsonOptions {
   int32_t max_whitespace = 16;  // [ \t\n\r] bytes between two JSON tokens
+  // Strings write `<` only as \u003c (JSON embedded in GLM tool-call markup, whose closing
+  // tags start with `<`, stays unambiguous; the language is unchanged).
+  bool escape_lt = false;
 };
 
 // Parses `schema_text` (nesting checked first against limits.max_depth) and compiles it.
@@ -36,8 +39,14 @@ Result<Grammar> JsonSchemaGrammar(std::string_view schema_text, const JsonOption
 // Any JSON object (response_format json_object).
 Result<Grammar> JsonObjectGrammar(const JsonOptions& opt = {}, const GrammarLimits& limits = {});
 
-// For grammars that embed a schema (tool calls): the element matching `schema`'s JSON.
+// For grammars that embed a schema (tool calls): the element matching `schema`'s JSON, with
+// `$ref`s resolved against `root` (the document `schema` is part of; null: `schema` itself).
 Status CompileJsonSchema(GrammarBuilder& b, const nlohmann::ordered_json& schema,
-                         const JsonOptions& opt, Elem* out);
+                         const JsonOptions& opt, Elem* out,
+                         const nlohmann::ordered_json* root = nullptr);
+
+// The regular expression of a string `format` (date-time, date, time, uuid, email) over the
+// string's content, or null when the format is not supported.
+const std::string* JsonStringFormatRegex(std::string_view format);
 
 }  // namespace mx::grammar

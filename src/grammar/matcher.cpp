@@ -2,6 +2,7 @@
 #include "grammar/matcher.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "base/check.h"
 
@@ -13,39 +14,38 @@ StackArena::StackArena(const Grammar& g) : g_(g) {
 }
 
 void StackArena::KeyMap::Rehash(size_t cap) {
-  std::vector<uint64_t> keys(cap);
-  std::vector<uint32_t> vals(cap), stamp(cap, 0);
-  keys.swap(keys_);
-  vals.swap(vals_);
-  stamp.swap(stamp_);
+  std::vector<Slot> old(cap, Slot{0, 0, 0});
+  old.swap(slots_);
   const uint32_t live = epoch_;
   epoch_ = 1;
   count_ = 0;
-  for (size_t i = 0; i < stamp.size(); ++i) {
-    if (stamp[i] == live) Insert(keys[i], vals[i]);
+  for (const Slot& x : old) {
+    if (x.stamp == live) Insert(x.key, x.val);
   }
 }
 
 void StackArena::KeyMap::Clear() {
   count_ = 0;
   if (++epoch_ == 0) {  // wrapped: forget every stamp
-    std::fill(stamp_.begin(), stamp_.end(), 0);
+    for (Slot& x : slots_) x.stamp = 0;
     epoch_ = 1;
   }
 }
 
 std::pair<uint32_t*, bool> StackArena::KeyMap::Insert(uint64_t key, uint32_t v) {
-  if ((count_ + 1) * 2 > keys_.size()) Rehash(keys_.size() * 2);
-  const size_t mask = keys_.size() - 1;
-  for (size_t i = (key * 0x9E3779B97F4A7C15ull) >> 20 & mask;; i = (i + 1) & mask) {
-    if (stamp_[i] != epoch_) {
-      stamp_[i] = epoch_;
-      keys_[i] = key;
-      vals_[i] = v;
+  if ((count_ + 1) * 2 > slots_.size()) Rehash(slots_.size() * 2);
+  const size_t mask = slots_.size() - 1;
+  // The product's top bits: its low bits depend only on the key's low bits (the node below),
+  // which every key of one call frame shares.
+  const int shift = 64 - std::countr_zero(slots_.size());
+  for (size_t i = (key * 0x9E3779B97F4A7C15ull) >> shift;; i = (i + 1) & mask) {
+    Slot& x = slots_[i];
+    if (x.stamp != epoch_) {
+      x = {key, v, epoch_};
       ++count_;
-      return {&vals_[i], true};
+      return {&x.val, true};
     }
-    if (keys_[i] == key) return {&vals_[i], false};
+    if (x.key == key) return {&x.val, false};
   }
 }
 
@@ -54,6 +54,11 @@ uint32_t StackArena::Make(uint32_t pos, uint32_t below) {
   auto [slot, fresh] = seen_.Insert(key, static_cast<uint32_t>(nodes_.size()));
   if (fresh) nodes_.push_back({pos, below});
   return *slot;
+}
+
+uint32_t StackArena::Push(uint32_t pos, uint32_t below) {
+  nodes_.push_back({pos, below});
+  return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
 void StackArena::Close(State* out) {

@@ -44,6 +44,9 @@ class StackArena {
   void StartAt(uint32_t pos, uint32_t below, State* out);
   void Advance(const State& in, uint8_t byte, State* out);
   uint32_t pos(uint32_t node) const { return nodes_[node].pos; }
+  uint32_t below(uint32_t node) const { return nodes_[node].below; }
+  // A new node (pos, below), not shared with any other (building a stack from a cache key).
+  uint32_t Push(uint32_t pos, uint32_t below);
   const Grammar& grammar() const { return g_; }
   size_t size() const { return nodes_.size(); }
   void Truncate(size_t n) { nodes_.resize(n); }
@@ -71,8 +74,13 @@ class StackArena {
 
    private:
     void Rehash(size_t cap);
-    std::vector<uint64_t> keys_;
-    std::vector<uint32_t> vals_, stamp_;
+    // One slot per probe: key, value and stamp side by side (one cache line, not three).
+    struct Slot {
+      uint64_t key;
+      uint32_t val;
+      uint32_t stamp;
+    };
+    std::vector<Slot> slots_;
     uint32_t epoch_ = 1;
     size_t count_ = 0;
   };

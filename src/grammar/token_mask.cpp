@@ -76,28 +76,56 @@ int64_t TokenBitmask::Count() const {
 }
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g,
-                                 std::shared_ptr<const VocabIndex> v)
-    : g_(std::move(g)), v_(std::move(v)) {}
+                                 std::shared_ptr<const VocabIndex> v, MaskCacheOptions opt)
+    : g_(std::move(g)), v_(std::move(v)), opt_(opt) {}
 
-std::shared_ptr<const PositionMasks> CompiledGrammar::Masks(uint32_t pos) const {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = cache_.find(pos);
-    if (it != cache_.end()) return it->second;
-  }
-  std::shared_ptr<const PositionMasks> m = Compute(pos);  // outside the lock; a race only
-  std::lock_guard<std::mutex> lock(mu_);                  // computes the same thing twice
-  return cache_.try_emplace(pos, std::move(m)).first->second;
+size_t CompiledGrammar::KeyHash::operator()(const std::vector<uint32_t>& k) const {
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (uint32_t x : k) h = (h ^ x) * 0x100000001B3ull + (h >> 29);
+  return static_cast<size_t>(h);
 }
 
-std::shared_ptr<PositionMasks> CompiledGrammar::Compute(uint32_t pos) const {
+void CompiledGrammar::KeyOf(const StackArena& arena, uint32_t top,
+                            std::vector<uint32_t>* key) const {
+  key->clear();
+  key->push_back(arena.pos(top));
+  uint32_t node = arena.below(top);
+  for (int32_t k = 0; k < opt_.frames && node != StackArena::kRoot; ++k) {
+    key->push_back(arena.pos(node));
+    node = arena.below(node);
+  }
+  key->push_back(node == StackArena::kRoot ? kKeyRoot : kKeyCut);
+}
+
+std::shared_ptr<const PositionMasks> CompiledGrammar::Masks(
+    const std::vector<uint32_t>& key) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+  }
+  std::shared_ptr<const PositionMasks> m = Compute(key);  // outside the lock; a race only
+  std::lock_guard<std::mutex> lock(mu_);                  // computes the same thing twice
+  if (static_cast<int64_t>(cache_.size()) >= opt_.max_entries) return m;
+  return cache_.try_emplace(key, std::move(m)).first->second;
+}
+
+int64_t CompiledGrammar::cached() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(cache_.size());
+}
+
+std::shared_ptr<PositionMasks> CompiledGrammar::Compute(const std::vector<uint32_t>& key) const {
   const VocabIndex::Trie& t = v_->trie();
   StackArena arena(*g_);
   const size_t depth_n = static_cast<size_t>(t.max_depth) + 1;
   std::vector<StackArena::State> st(depth_n);
   std::vector<char> cut_seen(depth_n, 0);
   std::vector<size_t> mark(depth_n, 0);
-  arena.StartAt(pos, StackArena::kCut, &st[0]);
+  // The key's stack, bottom first, over kCut (or kRoot when the key is the whole stack).
+  uint32_t node = key.back() == kKeyRoot ? StackArena::kRoot : StackArena::kCut;
+  for (size_t k = key.size() - 1; k-- > 0;) node = arena.Push(key[k], node);
+  st[0].tops.push_back(node);
   mark[0] = arena.size();
   auto out = std::make_shared<PositionMasks>();
   auto add_range = [&](std::vector<int32_t>* v, uint32_t a, uint32_t b) {
@@ -110,13 +138,14 @@ std::shared_ptr<PositionMasks> CompiledGrammar::Compute(uint32_t pos) const {
     arena.Advance(st[d - 1], t.byte[i], &st[d]);
     const bool live = !st[d].tops.empty();
     cut_seen[d] = cut_seen[d - 1] || st[d].cut;
-    if (live || st[d].cut) {
+    if (live || st[d].cut || st[d].can_end) {
       add_range(&out->accepted, t.first[i], t.first[i + 1]);
     } else if (cut_seen[d - 1]) {
       add_range(&out->uncertain, t.first[i], t.first[i + 1]);
     }
     if (!live) {
-      // Longer tokens cannot stay inside the rule: after a cut they depend on the stack.
+      // Longer tokens cannot stay inside the key's frames: after a cut they depend on the
+      // stack below.
       if (cut_seen[d]) add_range(&out->uncertain, t.first[i + 1], t.first[t.end[i]]);
       i = t.end[i];
       continue;
@@ -142,27 +171,70 @@ void TokenMatcher::FillMask(TokenBitmask* mask) {
   mask->Reset(v.size());
   if (terminated_) return;
   const StackArena::State& s = m_.state();
-  seen_pos_.clear();
+  size_t n_seen = 0;
   for (uint32_t top : s.tops) {
-    const uint32_t pos = m_.arena().pos(top);
-    const std::shared_ptr<const PositionMasks> pm = cg_->Masks(pos);
-    if (std::find(seen_pos_.begin(), seen_pos_.end(), pos) == seen_pos_.end()) {
-      seen_pos_.push_back(pos);
+    cg_->KeyOf(m_.arena(), top, &key_);
+    const std::shared_ptr<const PositionMasks> pm = cg_->Masks(key_);
+    // Tops with the same key share the accepted set; their uncertain tokens are checked
+    // each against its own stack (the frames past the key differ).
+    bool seen = false;
+    for (size_t k = 0; k < n_seen && !seen; ++k) seen = seen_keys_[k] == key_;
+    if (!seen) {
+      if (n_seen == seen_keys_.size()) seen_keys_.emplace_back();
+      seen_keys_[n_seen++] = key_;
       if (!pm->accepted_set.empty()) {
         mask->Or(pm->accepted_set);
       } else {
         for (int32_t id : pm->accepted) mask->Set(id);
       }
     }
-    for (int32_t id : pm->uncertain) {
-      if (!mask->Test(id) && m_.CanAcceptFrom(top, v.bytes(id))) mask->Set(id);
-    }
+    if (!pm->uncertain.empty()) CheckUncertain(*pm, top, mask);
   }
   if (s.can_end) {
     for (int32_t id : v.eos_ids()) {
       if (id >= 0 && id < v.size()) mask->Set(id);
     }
   }
+}
+
+// The uncertain tokens are sorted by bytes, so consecutive ones share prefixes: the states
+// for the shared prefix are kept and only the rest of each token is stepped (a walk of the
+// sub-trie they span); a prefix that dies skips every token that extends it.
+void TokenMatcher::CheckUncertain(const PositionMasks& pm, uint32_t top, TokenBitmask* mask) {
+  const VocabIndex& v = cg_->vocab();
+  StackArena& arena = m_.arena();
+  const size_t need = static_cast<size_t>(v.trie().max_depth) + 1;
+  if (walk_.size() < need) {
+    walk_.resize(need);
+    marks_.resize(need);
+  }
+  const size_t base = arena.size();
+  walk_[0].tops.assign(1, top);
+  walk_[0].can_end = walk_[0].cut = walk_[0].overflow = false;
+  marks_[0] = base;
+  std::string_view prev;
+  size_t valid = 0;  // walk_[0..valid] hold prev's prefixes
+  for (int32_t id : pm.uncertain) {
+    if (mask->Test(id)) continue;
+    const std::string& b = v.bytes(id);
+    size_t d = 0;
+    const size_t lim = std::min({valid, prev.size(), b.size()});
+    while (d < lim && prev[d] == b[d]) ++d;
+    arena.Truncate(marks_[d]);
+    bool dead = false;
+    for (; d < b.size(); ++d) {
+      if (walk_[d].tops.empty()) {
+        dead = true;
+        break;
+      }
+      arena.Advance(walk_[d], static_cast<uint8_t>(b[d]), &walk_[d + 1]);
+      marks_[d + 1] = arena.size();
+    }
+    valid = d;
+    prev = b;
+    if (!dead && (!walk_[d].tops.empty() || walk_[d].can_end)) mask->Set(id);
+  }
+  arena.Truncate(base);
 }
 
 bool TokenMatcher::AcceptToken(int32_t id) {

@@ -2,13 +2,18 @@
 // strings (byte-level BPE: one token may span several grammar terminals or end inside a UTF-8
 // character), kept in a trie walked byte by byte against the grammar.
 //
-// The walk is cached per grammar position. From a stack top at element p, most tokens are
-// decided by p's own rule alone: those it consumes completely (allowed whatever lies below
-// on the stack) and those it rejects before the rule could even end (refused everywhere).
-// Only the tokens that run past the end of the rule need the real stack; they are listed and
-// checked one by one at each step. So a step costs an OR of cached sets plus a few exact
-// checks, instead of a walk of the whole vocabulary (the idea XGrammar calls adaptive token
-// mask caching).
+// The walk is cached per stack suffix. From a stack top at element p with return frames
+// f1..fk below it (the key: p and the positions f1..fk go on at), most tokens are decided by
+// those frames alone: those accepted without popping past fk (allowed whatever lies deeper)
+// and those rejected before fk could return (refused everywhere). Only the tokens that run
+// past fk need the real stack; they are listed and checked one by one at each step. When the
+// stack is at most k frames deep the key is the whole stack and nothing is left to check. So
+// a step costs an OR of cached sets plus a few exact checks, instead of a walk of the whole
+// vocabulary (the idea XGrammar calls adaptive token mask caching; keying by k frames rather
+// than the top's rule alone matters for byte-level BPE: inside a JSON string the top is a
+// one-character rule, and a token such as `abc",` returns through the string, the value and
+// into the object before it ends, so with k = 0 nearly every token of a 150k vocabulary would
+// be left to check at every step).
 //
 // Thread-safety: VocabIndex and CompiledGrammar are shared and safe to use from many threads
 // (CompiledGrammar's cache is locked); a TokenMatcher belongs to one request.
@@ -75,27 +80,51 @@ class TokenBitmask {
   std::vector<uint64_t> words_;
 };
 
-// What one grammar position decides by itself (see the file comment).
+// What one stack suffix decides by itself (see the file comment).
 struct PositionMasks {
   std::vector<int32_t> accepted;       // sparse form, when few
   std::vector<uint64_t> accepted_set;  // dense form, when many (then `accepted` is empty)
-  std::vector<int32_t> uncertain;      // need the real stack
+  std::vector<int32_t> uncertain;      // need the real stack (sorted by bytes)
+};
+
+struct MaskCacheOptions {
+  // Return frames below the top in a cache key (0: the top's own rule alone). More frames
+  // leave fewer tokens to check per step and make more distinct keys (each a vocabulary walk
+  // the first time it is met).
+  int32_t frames = 8;
+  // Cached suffixes per compiled grammar (a client's grammar decides how many it meets); past
+  // it masks are still exact, computed each time and not kept.
+  int64_t max_entries = 4096;
 };
 
 class CompiledGrammar {
  public:
-  CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_ptr<const VocabIndex> v);
+  CompiledGrammar(std::shared_ptr<const Grammar> g, std::shared_ptr<const VocabIndex> v,
+                  MaskCacheOptions opt = {});
   const std::shared_ptr<const Grammar>& grammar() const { return g_; }
   const VocabIndex& vocab() const { return *v_; }
-  // Computed on first use, then shared.
-  std::shared_ptr<const PositionMasks> Masks(uint32_t pos) const;
+  const MaskCacheOptions& options() const { return opt_; }
+
+  // The key of `top` in `arena`: its position, then the positions of up to opt.frames return
+  // frames, then kKeyRoot (the stack ends there: the key is exact) or kKeyCut.
+  static constexpr uint32_t kKeyRoot = 0xFFFFFFFF;
+  static constexpr uint32_t kKeyCut = 0xFFFFFFFE;
+  void KeyOf(const StackArena& arena, uint32_t top, std::vector<uint32_t>* key) const;
+  // The masks of a key; computed on first use, then shared (up to opt.max_entries).
+  std::shared_ptr<const PositionMasks> Masks(const std::vector<uint32_t>& key) const;
+  int64_t cached() const;
 
  private:
-  std::shared_ptr<PositionMasks> Compute(uint32_t pos) const;
+  struct KeyHash {
+    size_t operator()(const std::vector<uint32_t>& k) const;
+  };
+  std::shared_ptr<PositionMasks> Compute(const std::vector<uint32_t>& key) const;
   std::shared_ptr<const Grammar> g_;
   std::shared_ptr<const VocabIndex> v_;
+  MaskCacheOptions opt_;
   mutable std::mutex mu_;
-  mutable std::unordered_map<uint32_t, std::shared_ptr<const PositionMasks>> cache_;
+  mutable std::unordered_map<std::vector<uint32_t>, std::shared_ptr<const PositionMasks>, KeyHash>
+      cache_;
 };
 
 // One request's matcher over token ids.
@@ -116,10 +145,16 @@ class TokenMatcher {
   bool Complete() const { return m_.Complete(); }
 
  private:
+  // The uncertain tokens of `pm` that the single stack `top` accepts, set in *mask.
+  void CheckUncertain(const PositionMasks& pm, uint32_t top, TokenBitmask* mask);
+
   std::shared_ptr<const CompiledGrammar> cg_;
   Matcher m_;
   bool terminated_ = false;
-  std::vector<uint32_t> seen_pos_;
+  std::vector<std::vector<uint32_t>> seen_keys_;
+  std::vector<uint32_t> key_;
+  std::vector<StackArena::State> walk_;  // CheckUncertain's states by depth
+  std::vector<size_t> marks_;            // and the arena's size after each
 };
 
 // Sets every logit whose token `mask` excludes to -inf.

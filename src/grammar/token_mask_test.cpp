@@ -110,9 +110,11 @@ std::vector<ConstraintSpec> Specs(int n_random) {
 // rollback must give back the same mask.
 void CheckMasks(const std::shared_ptr<const VocabIndex>& vocab,
                 const std::vector<ConstraintSpec>& specs, int walks, uint64_t seed,
-                const std::set<int32_t>& never) {
+                const std::set<int32_t>& never, MaskCacheOptions masks = {}) {
   std::mt19937_64 rng(seed);
-  GrammarCache cache(vocab);
+  GrammarCacheOptions opt;
+  opt.masks = masks;
+  GrammarCache cache(vocab, opt);
   int64_t steps = 0;
   for (const ConstraintSpec& spec : specs) {
     auto cg = cache.Get(spec);
@@ -161,6 +163,21 @@ TEST(TokenMask, EqualsBruteForceOnTheBundledVocabulary) {
 TEST(TokenMask, EqualsBruteForceOnASyntheticCrossTerminalVocabulary) {
   auto v = SyntheticVocab(3000, 5);
   CheckMasks(v, Specs(5), 2, 2, {v->size() - 1});
+}
+
+// The cache keyed by the top's rule alone (every token that leaves it checked per step), by
+// one frame, and with a full cache (masks computed each time, not kept) give the same masks.
+TEST(TokenMask, EqualsBruteForceWithEveryCacheDepthAndAFullCache) {
+  auto v = SyntheticVocab(3000, 6);
+  for (int32_t frames : {0, 1, 3}) {
+    SCOPED_TRACE(frames);
+    MaskCacheOptions m;
+    m.frames = frames;
+    CheckMasks(v, Specs(4), 2, 3 + frames, {v->size() - 1}, m);
+  }
+  MaskCacheOptions full;
+  full.max_entries = 2;
+  CheckMasks(v, Specs(4), 1, 9, {v->size() - 1}, full);
 }
 
 TEST(TokenMask, EosOnlyWhenTheGrammarCanEndAndSpecialTokensNever) {

@@ -11,9 +11,11 @@
 
 namespace mx::grammar {
 
-// vocab_size: the model's (ids past the tokenizer's are never allowed).
-std::shared_ptr<const VocabIndex> VocabFromTokenizer(const tok::Tokenizer& t,
-                                                     std::vector<int32_t> eos_ids,
-                                                     int32_t vocab_size);
+// vocab_size: the model's (ids past the tokenizer's are never allowed). allowed_special: added
+// tokens by content that stay allowed, as their text (the tool-call tags for a tool-call
+// grammar).
+std::shared_ptr<const VocabIndex> VocabFromTokenizer(
+    const tok::Tokenizer& t, std::vector<int32_t> eos_ids, int32_t vocab_size,
+    const std::vector<std::string>& allowed_special = {});
 
 }  // namespace mx::grammar

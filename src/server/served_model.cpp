@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "grammar/tool_call_grammar.h"
 #include "grammar/vocab_tokenizer.h"
 
 namespace mx::server {
@@ -24,8 +25,15 @@ grammar::GrammarCache& ServedModel::grammars() {
     if (eos.empty()) {
       if (auto id = tokenizer.TokenId(eos_token)) eos.push_back(*id);
     }
-    grammars_ = std::make_unique<grammar::GrammarCache>(grammar::VocabFromTokenizer(
-        tokenizer, std::move(eos), static_cast<int32_t>(engine->vocab_size())));
+    const auto n = static_cast<int32_t>(engine->vocab_size());
+    // Tool-call grammars let the tool-call tags' special tokens through; no other grammar does.
+    auto tool_vocab =
+        grammar::VocabFromTokenizer(tokenizer, eos, n,
+                                    std::vector<std::string>(std::begin(grammar::kToolCallTags),
+                                                             std::end(grammar::kToolCallTags)));
+    grammars_ = std::make_unique<grammar::GrammarCache>(
+        grammar::VocabFromTokenizer(tokenizer, std::move(eos), n), grammar::GrammarCacheOptions{},
+        std::move(tool_vocab));
   });
   return *grammars_;
 }
