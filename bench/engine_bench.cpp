@@ -2,10 +2,13 @@
 // all, O output tokens each (ignore_eos), all submitted at once. Prints throughput, TTFT
 // (mean / p50 / p99), the radix hit rate, and the KV capacity in tokens with bf16 vs fp8 KV for
 // the same memory. Run it twice (radix=1 / radix=0) to see what the prefix cache buys.
+// constraint=1 decodes every request under a JSON schema that cannot end within any output
+// length one would bench (an array of at least 5000 {"name": string, "n": integer}), for decode
+// throughput with structured output on vs off (run both, same other arguments).
 //
 //   engine_bench [model=models/glm-moe-dsa-arith-6m] [requests=200] [prompt=2000] [shared=0.6]
 //                [output=100] [radix=1] [kv=auto] [threads=0] [chunk=512] [max_running=64]
-//                [max_total_tokens=0]
+//                [max_total_tokens=0] [constraint=0]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +18,8 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "grammar/constraint.h"
+#include "grammar/vocab_tokenizer.h"
 #include "io/model_config.h"
 #include "kv/paged_kv_store.h"
 
@@ -40,7 +45,8 @@ int main(int argc, char** argv) {
       {"threads", "0"},
       {"chunk", "512"},
       {"max_running", "64"},
-      {"max_total_tokens", "0"}};
+      {"max_total_tokens", "0"},
+      {"constraint", "0"}};
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
     const size_t eq = s.find('=');
@@ -78,6 +84,27 @@ int main(int argc, char** argv) {
   const int64_t bf16_bpt = mx::PagedKvStore::BytesPerToken(*cfg, mx::KvCacheDtype::kBf16);
   const int64_t fp8_bpt = mx::PagedKvStore::BytesPerToken(*cfg, mx::KvCacheDtype::kFp8E4M3Fn);
 
+  std::shared_ptr<const mx::grammar::CompiledGrammar> grammar;
+  if (a["constraint"] == "1") {
+    auto tok = mx::tok::Tokenizer::FromFile(o.model_dir + "/tokenizer.json");
+    if (!tok.ok()) {
+      std::fprintf(stderr, "%s\n", tok.status().ToString().c_str());
+      return 1;
+    }
+    mx::grammar::GrammarCache cache(
+        mx::grammar::VocabFromTokenizer(*tok, e.eos_ids(), static_cast<int32_t>(e.vocab_size())));
+    auto g =
+        cache.Get({mx::grammar::ConstraintKind::kJsonSchema,
+                   R"({"type":"array","items":{"type":"object","properties":{)"
+                   R"("name":{"type":"string"},"n":{"type":"integer"}},"required":["name","n"]},)"
+                   R"("minItems":5000})",
+                   {}});
+    if (!g.ok()) {
+      std::fprintf(stderr, "%s\n", g.status().ToString().c_str());
+      return 1;
+    }
+    grammar = *g;
+  }
   std::mt19937 rng(1);
   const int32_t V = static_cast<int32_t>(e.vocab_size());
   std::vector<int32_t> shared(n_shared);
@@ -93,6 +120,7 @@ int main(int argc, char** argv) {
     r.max_tokens = n_out;
     r.ignore_eos = true;
     r.sampling.temperature = 0;
+    r.constraint = grammar;
     auto s = e.Submit(std::move(r));
     if (!s.ok()) {
       std::fprintf(stderr, "%s\n", s.status().ToString().c_str());
@@ -120,13 +148,15 @@ int main(int argc, char** argv) {
   double ttft_mean = 0;
   for (double x : ttft) ttft_mean += x / static_cast<double>(ttft.size());
   std::printf(
-      "engine_bench: %d requests x (%d prompt, %d shared, %d output), radix %s, kv %s\n"
+      "engine_bench: %d requests x (%d prompt, %d shared, %d output), radix %s, kv %s, "
+      "constraint %s\n"
       "  wall %.2f s; output %.1f tok/s; total (prompt+output) %.1f tok/s\n"
       "  TTFT mean %.3f s, p50 %.3f s, p99 %.3f s; e2e p50 %.3f s\n"
       "  radix hit rate %.3f (%lld of %lld prompt tokens cached); retractions %lld\n"
       "  KV capacity %lld tokens; bytes/token bf16 %lld, fp8 %lld: fp8 holds %.2fx the tokens\n",
       n_req, n_prompt, n_shared, n_out, o.disable_radix_cache ? "off" : "on",
-      o.kv_cache_dtype.c_str(), wall, static_cast<double>(out_tokens) / wall,
+      o.kv_cache_dtype.c_str(), grammar ? "json_schema" : "none", wall,
+      static_cast<double>(out_tokens) / wall,
       static_cast<double>(out_tokens + int64_t{n_req} * n_prompt) / wall, ttft_mean, Pct(ttft, 0.5),
       Pct(ttft, 0.99), Pct(e2e, 0.5),
       static_cast<double>(st.radix_hit_tokens) /

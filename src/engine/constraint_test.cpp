@@ -4,6 +4,7 @@
 // ignore_eos, the grammar waits for its start token, aborts release constrained requests.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "engine/engine.h"
 #include "engine/engine_factory.h"
 #include "engine/engine_test_util.h"
+#include "engine/request_constraint.h"
 #include "grammar/constraint.h"
 #include "grammar/vocab_tokenizer.h"
 
@@ -100,6 +102,23 @@ TEST(Constraint, BundledModelAnswersInTheSchemaPlainAndSpeculative) {
         if (temp == 0 && round == 0) {
           std::printf("[ constrained ] spec steps %d: %d / %zu answers correct\n", steps, correct,
                       prompts.size());
+          if (steps == 0) {
+            // The same problems unconstrained: the number the model writes last (its format is
+            // "... #### N"), for the accuracy beside the constrained one.
+            const Outputs u = RunAll(*e, *tok, prompts, nullptr, 0.0f);
+            int free_correct = 0;
+            for (size_t i = 0; i < u.texts.size(); ++i) {
+              const std::string& t = u.texts[i];
+              const size_t end = t.find_last_of("0123456789");
+              if (end == std::string::npos) continue;
+              size_t begin = t.find_last_not_of("0123456789", end);
+              begin = begin == std::string::npos ? 0 : begin + 1;
+              if (begin > 0 && t[begin - 1] == '-') --begin;
+              free_correct += t.substr(begin, end + 1 - begin) == answers[i];
+            }
+            std::printf("[ unconstrained ] %d / %zu answers correct\n", free_correct,
+                        prompts.size());
+          }
           if (steps == 0) greedy = o.tokens;
           // Speculative greedy output is the plain greedy output, masks included.
           if (steps > 0) EXPECT_EQ(o.tokens, greedy);
@@ -145,6 +164,54 @@ std::string Text(const grammar::VocabIndex& v, const std::vector<int32_t>& ids, 
     if (!v.IsEos(ids[i])) s += v.bytes(ids[i]);
   }
   return s;
+}
+
+// Masks prefetched on the MaskPrefetcher's thread equal masks computed at sampling; drafts are
+// cut at their first refused token (before the start token they are free) and the state is
+// unchanged after the cut.
+TEST(Constraint, PrefetchedMasksAndTrimmedDrafts) {
+  const int32_t V = 300, eos = 299;
+  auto vocab = FakeVocab(V, eos);
+  grammar::GrammarCache cache(vocab);
+  auto g = cache.Get({grammar::ConstraintKind::kRegex, "[0-9]{2,4}", {}});
+  ASSERT_TRUE(g.ok());
+  const std::string alpha = "{}[]\":, 0123456789abcdefnrtulxyz-.";
+  auto id = [&](char c) { return static_cast<int32_t>(alpha.find(c)); };
+  auto masked = [&](RequestConstraint& c) {
+    std::vector<float> l(V, 1.0f);
+    c.Mask(l);
+    std::vector<bool> allowed(V);
+    for (int32_t t = 0; t < V; ++t) allowed[t] = !std::isinf(l[t]);
+    return allowed;
+  };
+  RequestConstraint a(*g, -1), b(*g, -1);
+  MaskPrefetcher pre;
+  for (char c : std::string("1234")) {
+    pre.Start({&a});
+    pre.Wait();
+    const std::vector<bool> want = masked(b);
+    EXPECT_EQ(masked(a), want) << c;
+    EXPECT_TRUE(want[id(c)]);
+    ASSERT_TRUE(a.Accept(id(c)) && b.Accept(id(c)));
+  }
+  RequestConstraint d(*g, -1);
+  ASSERT_TRUE(d.Accept(id('1')));
+  const std::vector<bool> before = masked(d);
+  std::vector<int32_t> drafts = {id('2'), id('3'), id('x'), id('4')};
+  d.TrimDrafts(&drafts);
+  EXPECT_EQ(drafts, (std::vector<int32_t>{id('2'), id('3')}));
+  drafts = {id('2'), eos, id('3')};  // "12" may end: EOS fits, nothing after it
+  d.TrimDrafts(&drafts);
+  EXPECT_EQ(drafts, (std::vector<int32_t>{id('2'), eos}));
+  drafts = {id('x')};
+  d.TrimDrafts(&drafts);
+  EXPECT_TRUE(drafts.empty());
+  EXPECT_EQ(masked(d), before);         // the state is the one before the trims
+  RequestConstraint late(*g, id('z'));  // starts after 'z'
+  drafts = {id('x'), id('y'), id('z'), id('5'), id('x')};
+  late.TrimDrafts(&drafts);
+  EXPECT_EQ(drafts, (std::vector<int32_t>{id('x'), id('y'), id('z'), id('5')}));
+  EXPECT_FALSE(late.active());
 }
 
 TEST(Constraint, AdversarialFakeModelStaysInTheGrammar) {

@@ -1,4 +1,5 @@
-// RequestConstraint: the grammar's mask on a row of logits, and its advance.
+// RequestConstraint: the grammar's mask on a row of logits, its advance, draft trimming, and
+// the thread that computes masks during the forward.
 #include "engine/request_constraint.h"
 
 #include <cmath>
@@ -9,9 +10,15 @@ RequestConstraint::RequestConstraint(std::shared_ptr<const grammar::CompiledGram
                                      int32_t start_after_token)
     : matcher_(std::move(g)), start_after_(start_after_token), active_(start_after_token < 0) {}
 
+void RequestConstraint::Prefetch() {
+  if (!active_ || mask_ready_) return;
+  matcher_.FillMask(&mask_);
+  mask_ready_ = true;
+}
+
 void RequestConstraint::Mask(std::span<float> logits) {
   if (!active_) return;
-  matcher_.FillMask(&mask_);
+  Prefetch();
   grammar::ApplyTokenMask(mask_, logits);
   for (float x : logits) {
     if (!std::isinf(x) || x > 0) return;
@@ -25,9 +32,68 @@ void RequestConstraint::Mask(std::span<float> logits) {
 bool RequestConstraint::Accept(int32_t token) {
   if (!active_) {
     active_ = token == start_after_;
+    mask_ready_ = false;
     return true;
   }
-  return matcher_.AcceptToken(token);
+  const bool ok = matcher_.AcceptToken(token);
+  if (ok) mask_ready_ = false;
+  return ok;
+}
+
+void RequestConstraint::TrimDrafts(std::vector<int32_t>* drafts) {
+  bool active = active_;
+  int accepted = 0;
+  size_t k = 0;
+  for (; k < drafts->size(); ++k) {
+    const int32_t t = (*drafts)[k];
+    if (!active) {
+      active = t == start_after_;
+      continue;
+    }
+    if (!matcher_.AcceptToken(t)) break;
+    ++accepted;
+  }
+  matcher_.Rollback(accepted);
+  drafts->resize(k);
+}
+
+MaskPrefetcher::~MaskPrefetcher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void MaskPrefetcher::Start(std::vector<RequestConstraint*> batch) {
+  if (batch.empty()) return;
+  if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    work_ = std::move(batch);
+    busy_ = true;
+  }
+  cv_.notify_all();
+}
+
+void MaskPrefetcher::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !busy_; });
+}
+
+void MaskPrefetcher::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || busy_; });
+    if (stop_) return;
+    std::vector<RequestConstraint*> work = std::move(work_);
+    lock.unlock();
+    for (RequestConstraint* c : work) c->Prefetch();
+    lock.lock();
+    busy_ = false;
+    cv_.notify_all();
+  }
 }
 
 }  // namespace mx

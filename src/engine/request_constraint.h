@@ -1,16 +1,30 @@
 // A request's structured-output constraint inside the engine: masks each row of logits to the
-// tokens its grammar allows and advances with each emitted token. Speculative drafts need
-// nothing more: verify samples row by row, advancing after each accepted token, so a draft the
-// grammar forbids has probability 0 and is rejected there (the chain stops at the first
-// violation). With a start token (GLM's </think> when reasoning is on), everything up to and
-// including it is left free and the grammar applies to the answer after it.
+// tokens its grammar allows and advances with each emitted token. With a start token (GLM's
+// </think> when reasoning is on), everything up to and including it is left free and the
+// grammar applies to the answer after it.
 //
-// Thread-safety: owned by the scheduler's request (the engine loop thread).
+// Overlap with the forward: the mask used to sample step t depends only on the tokens emitted
+// before t, which are all accepted before step t's forward starts (that forward's input is the
+// token of step t-1). So Prefetch computes it while the forward runs (MaskPrefetcher, one
+// thread beside the forward's pool) and Mask only applies it.
+//
+// Speculative drafts: TrimDrafts cuts a proposed chain at its first token the grammar refuses
+// (nothing after it can be accepted), before the verify forward spends rows on them; verify
+// then samples row by row under Mask, advancing after each accepted token, so a draft the
+// grammar forbids has probability 0 and the chain stops there too.
+//
+// Thread-safety: owned by the scheduler's request (the engine loop thread); Prefetch may run
+// on the MaskPrefetcher's thread while the loop thread leaves the request alone (between
+// MaskPrefetcher::Start and Wait).
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <thread>
+#include <vector>
 
 #include "grammar/token_mask.h"
 
@@ -20,6 +34,8 @@ class RequestConstraint {
  public:
   RequestConstraint(std::shared_ptr<const grammar::CompiledGrammar> g, int32_t start_after_token);
 
+  // Computes the mask of the current state for the next Mask (no-op before the start token).
+  void Prefetch();
   // Sets every logit the grammar forbids to -inf (nothing before the start token). Should
   // nothing be left (min_tokens masked the EOS that alone completes the grammar), the
   // grammar's EOS ids are let through: ending valid beats a token past the grammar.
@@ -27,6 +43,9 @@ class RequestConstraint {
   // Advances by an emitted token; false when it breaks the grammar (a token drawn under Mask
   // never does).
   bool Accept(int32_t token);
+  // Cuts *drafts (proposed to follow the tokens accepted so far) at the first one the grammar
+  // refuses; the state is unchanged.
+  void TrimDrafts(std::vector<int32_t>* drafts);
   // The grammar took its EOS: the output is complete and the request must stop.
   bool Terminated() const { return matcher_.Terminated(); }
   bool active() const { return active_; }
@@ -35,7 +54,30 @@ class RequestConstraint {
   grammar::TokenMatcher matcher_;
   int32_t start_after_;
   bool active_;
+  bool mask_ready_ = false;  // mask_ is the current state's (Prefetch ran since the last Accept)
   grammar::TokenBitmask mask_;
+};
+
+// Runs Prefetch for a batch's constraints on its own thread (started on first use) while the
+// caller runs the forward. Start, then Wait before touching those requests again.
+class MaskPrefetcher {
+ public:
+  MaskPrefetcher() = default;
+  ~MaskPrefetcher();
+  MaskPrefetcher(const MaskPrefetcher&) = delete;
+  MaskPrefetcher& operator=(const MaskPrefetcher&) = delete;
+
+  void Start(std::vector<RequestConstraint*> batch);
+  void Wait();
+
+ private:
+  void Loop();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<RequestConstraint*> work_;
+  bool busy_ = false;  // work_ handed over and not finished
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 }  // namespace mx

@@ -33,6 +33,7 @@
 #include "engine/engine.h"
 #include "engine/model_runner.h"
 #include "engine/output_processor.h"
+#include "engine/request_constraint.h"
 #include "engine/scheduler_request.h"
 #include "tokenizer/tokenizer.h"
 
@@ -117,6 +118,7 @@ class Scheduler {
   std::vector<RequestId> aborts_;
   EngineStats stats_;
   BatchPlanner planner_;  // over cache_, waiting_, running_, stats_ (declared above it)
+  MaskPrefetcher prefetch_;  // structured-output masks computed during the forward
   Status failure_;
   std::function<void(const Status&)> on_failure_;
 };

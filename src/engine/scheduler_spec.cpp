@@ -171,6 +171,10 @@ void Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd,
       live[k]->hidden.assign(o->hidden.begin() + k * D, o->hidden.begin() + (k + 1) * D);
     }
   }
+  // Drafts the output constraint refuses are cut before verify spends rows on them.
+  for (Chain& c : chains) {
+    if (c.r->constraint) c.r->constraint->TrimDrafts(&c.r->drafts);
+  }
 }
 
 }  // namespace mx

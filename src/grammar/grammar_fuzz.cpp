@@ -1,6 +1,6 @@
 // libFuzzer target for the constraint compilers and the matcher: any text, compiled as a JSON
-// schema, a regex and an EBNF grammar under small limits, must give a Status or a grammar;
-// a grammar is then driven by the rest of the input as bytes, with rollbacks. Run through
+// schema, a regex, an EBNF grammar and a tool-call spec under small limits, must give a Status or a
+// grammar; a grammar is then driven by the rest of the input as bytes, with rollbacks. Run through
 // scripts/fuzz.sh.
 #include <cstddef>
 #include <cstdint>
@@ -21,8 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lim.max_rules = 5000;
   lim.max_repeat = 200;
   lim.max_depth = 32;
-  for (ConstraintKind k :
-       {ConstraintKind::kJsonSchema, ConstraintKind::kRegex, ConstraintKind::kEbnf}) {
+  for (ConstraintKind k : {ConstraintKind::kJsonSchema, ConstraintKind::kRegex,
+                           ConstraintKind::kEbnf, ConstraintKind::kToolCall}) {
     auto g = CompileConstraint({k, std::string(text), {}}, {}, lim);
     if (!g.ok()) continue;
     Matcher m(std::make_shared<const Grammar>(std::move(g).value()));

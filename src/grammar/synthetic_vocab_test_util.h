@@ -48,20 +48,21 @@ inline std::vector<std::string> SyntheticBpeTokens(int n, uint64_t seed) {
     }
   }
   for (const char* p :
-       {"\":\"", "\": \"", "\", \"", "\",\"", "\"},{\"", "\"}, {\"", "}, {\"", "\":[", "\": [",
-        "\":{\"", "\": {\"", "\"]}", "\"}]", "\"}}", "]}", "}}}", "]]]", "\\n", "\\\"", "\\u00",
-        "\\t", "\\\\", "true", "false", "null", " true", " false", " null", "true,", "false}",
-        "null,", "-0", ".0", "e+", "e-", "\"\"", "{}", "[]", "=>", "->", "::", "...", "//", "/*",
-        "*/", "<|", "|>", "```", "```json", "\n}", "\n]", "\n}\n", "},\n", "\",\n", "\n    \""}) {
+       {"\":\"",   "\": \"", "\", \"",  "\",\"", "\"},{\"", "\"}, {\"", "}, {\"",  "\":[",
+        "\": [",   "\":{\"", "\": {\"", "\"]}",  "\"}]",    "\"}}",     "]}",      "}}}",
+        "]]]",     "\\n",    "\\\"",    "\\u00", "\\t",     "\\\\",     "true",    "false",
+        "null",    " true",  " false",  " null", "true,",   "false}",   "null,",   "-0",
+        ".0",      "e+",     "e-",      "\"\"",  "{}",      "[]",       "=>",      "->",
+        "::",      "...",    "//",      "/*",    "*/",      "<|",       "|>",      "```",
+        "```json", "\n}",    "\n]",     "\n}\n", "},\n",    "\",\n",    "\n    \""}) {
     add(p);
   }
   // Pseudo-words from syllables (an open-ended supply), with the affixes BPE learns.
-  const std::vector<std::string> onset = {"",   "b",  "c",  "d",  "f",  "g",  "h",  "j",
-                                          "k",  "l",  "m",  "n",  "p",  "r",  "s",  "t",
-                                          "v",  "w",  "z",  "st", "tr", "pr", "ch", "th",
-                                          "sh", "qu", "br", "cl", "gr", "sp", "fl", "wh"};
+  const std::vector<std::string> onset = {
+      "",  "b", "c", "d",  "f",  "g",  "h",  "j",  "k",  "l",  "m",  "n",  "p",  "r",  "s",  "t",
+      "v", "w", "z", "st", "tr", "pr", "ch", "th", "sh", "qu", "br", "cl", "gr", "sp", "fl", "wh"};
   const std::vector<std::string> nucleus = {"a", "e", "i", "o", "u", "ea", "ou", "io", "ai", "y"};
-  const std::vector<std::string> coda = {"", "", "n", "r", "s", "t", "l", "nd", "ng", "ck",
+  const std::vector<std::string> coda = {"",   "",  "n", "r",  "s",  "t",  "l",  "nd", "ng",  "ck",
                                          "st", "m", "x", "rs", "ts", "ed", "er", "ly", "tion"};
   auto word = [&] {
     std::string w;

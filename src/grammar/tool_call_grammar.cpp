@@ -12,11 +12,12 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 const std::set<std::string, std::less<>> kRawStringKeywords = {
-    "type",      "description", "title",     "default", "examples", "enum",
-    "const",     "pattern",     "format",    "minLength", "maxLength"};
+    "type",  "description", "title",  "default",   "examples", "enum",
+    "const", "pattern",     "format", "minLength", "maxLength"};
 const std::set<std::string, std::less<>> kParameterKeywords = {
-    "type",  "properties", "required", "additionalProperties", "description",
-    "title", "$defs",      "definitions", "$schema",           "$id"};
+    "type",        "properties", "required", "additionalProperties",
+    "description", "title",      "$defs",    "definitions",
+    "$schema",     "$id"};
 
 bool IsRawString(const Json& s) {
   return s.is_object() && s.contains("type") && s["type"].is_string() &&
@@ -27,8 +28,8 @@ bool IsRawString(const Json& s) {
 Status RawString(GrammarBuilder& b, const Json& s, const std::string& path, Elem* out) {
   for (const auto& [k, v] : s.items()) {
     if (!kRawStringKeywords.contains(k)) {
-      return Unimplemented("tool parameter '{}': keyword '{}' is not supported for a string",
-                           path, k);
+      return Unimplemented("tool parameter '{}': keyword '{}' is not supported for a string", path,
+                           k);
     }
   }
   auto literal_list = [&](const Json& vals) -> Status {
@@ -85,8 +86,8 @@ Status RawString(GrammarBuilder& b, const Json& s, const std::string& path, Elem
     return ResourceExhausted("tool parameter '{}': a length over the limit {}", path,
                              b.limits().max_repeat);
   }
-  const Elem ch = CodepointSet(b, {{'\t', '\n'}, {'\r', '\r'}, {0x20, '<' - 1}, {'<' + 1,
-                                                                                kMaxCodepoint}});
+  const Elem ch =
+      CodepointSet(b, {{'\t', '\n'}, {'\r', '\r'}, {0x20, '<' - 1}, {'<' + 1, kMaxCodepoint}});
   *out = b.Repeat({ch}, static_cast<int32_t>(lo), static_cast<int32_t>(hi), "raw_string");
   return b.status();
 }

@@ -2,7 +2,10 @@
 // per chunk every `step`, stopping at max_tokens (length) or at an id in `eos` (stop). A
 // repeated prompt reports all but its last token as cached. Submit fails with
 // ResourceExhausted once `max_active` streams are unfinished, and with Shared::health once a
-// test has set it (the engine failed).
+// test has set it (the engine failed). Under a structured-output constraint each token is the
+// script's when the grammar allows it, else EOS when allowed, else one drawn at random (the
+// request's seed) from what the grammar allows: what a model with arbitrary logits would
+// write under the mask.
 #pragma once
 
 #include <algorithm>
@@ -11,11 +14,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "engine/engine.h"
+#include "grammar/token_mask.h"
 
 namespace mx::server::testing {
 
@@ -110,8 +115,27 @@ class FakeEngine : public Engine {
  private:
   struct Stream : RequestStream {
     Stream(FakeEngine* e, RequestId id, GenerationRequest r, int32_t cached)
-        : engine(e), rid(id), req(std::move(r)), cached(cached) {
+        : engine(e), rid(id), req(std::move(r)), cached(cached), rng(req.sampling.seed) {
       next = std::chrono::steady_clock::now() + e->step_;
+      if (req.constraint) matcher.emplace(req.constraint);
+    }
+    int32_t Constrained(int32_t want) {
+      matcher->FillMask(&mask);
+      int32_t tok = -1;
+      if (want >= 0 && want < matcher->vocab().size() && mask.Test(want)) tok = want;
+      for (int32_t e : matcher->vocab().eos_ids()) {
+        if (tok < 0 && mask.Test(e)) tok = e;
+      }
+      if (tok < 0) {
+        std::vector<int32_t> allowed;
+        for (int32_t t = 0; t < matcher->vocab().size(); ++t) {
+          if (mask.Test(t)) allowed.push_back(t);
+        }
+        if (allowed.empty()) return want;  // a dead end: the test sees the broken output
+        tok = allowed[rng() % allowed.size()];
+      }
+      matcher->AcceptToken(tok);
+      return tok;
     }
     ~Stream() override {
       std::lock_guard<std::mutex> lock(engine->shared_->mu);
@@ -131,7 +155,8 @@ class FakeEngine : public Engine {
       if (abort.load()) {
         c.finish = FinishReason::kAbort;
       } else {
-        const int32_t tok = engine->script_[pos % engine->script_.size()];
+        int32_t tok = engine->script_[pos % engine->script_.size()];
+        if (matcher) tok = Constrained(tok);
         ++pos;
         c.tokens.push_back(tok);
         if (req.top_logprobs >= 0) {
@@ -177,6 +202,9 @@ class FakeEngine : public Engine {
     bool counted = false;  // left `active` (guarded by shared_->mu)
     std::optional<GenerationChunk> last;
     std::chrono::steady_clock::time_point next;
+    std::mt19937_64 rng;
+    std::optional<grammar::TokenMatcher> matcher;
+    grammar::TokenBitmask mask;
   };
 
   std::vector<int32_t> script_;

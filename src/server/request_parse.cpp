@@ -362,21 +362,43 @@ std::optional<ApiError> NormalizeMessages(const Json& in, Json* out) {
   return std::nullopt;
 }
 
+// tools and tool_choice. "required" and a named function become a tool-call constraint
+// (grammar/tool_call_grammar.h): the output is one call (named) or one or more (required) in
+// GLM's markup with arguments matching each tool's parameter schema. "none" keeps the tools
+// out of the prompt and the output is never parsed into tool calls.
 std::optional<ApiError> ReadTools(Fields& f, ParsedRequest* r) {
   const Json* tools = f.Get("tools");
   std::string choice = "auto";
+  std::optional<std::string> forced;  // a named function
   if (const Json* tc = f.Get("tool_choice")) {
     if (tc->is_string()) {
       choice = tc->get<std::string>();
       if (choice != "none" && choice != "auto" && choice != "required") {
         return BadRequest("tool_choice", "'tool_choice' must be none, auto, required or an object");
       }
-    } else if (!tc->is_object()) {
+    } else if (tc->is_object()) {
+      auto fn = tc->find("function");
+      if (tc->value("type", "") != "function" || fn == tc->end() || !fn->is_object() ||
+          !fn->contains("name") || !(*fn)["name"].is_string()) {
+        return BadRequest("tool_choice",
+                          "'tool_choice' must be {\"type\": \"function\", "
+                          "\"function\": {\"name\": ...}}");
+      }
+      choice = "function";
+      forced = (*fn)["name"].get<std::string>();
+    } else {
       return BadRequest("tool_choice", "'tool_choice' must be a string or an object");
     }
   }
+  if (tools != nullptr && !tools->is_array())
+    return BadRequest("tools", "'tools' must be an array");
+  const bool force = choice == "required" || forced;
+  if (force && (tools == nullptr || tools->empty())) {
+    return BadRequest("tool_choice", fmt::format("'tool_choice' {} needs tools",
+                                                 forced ? "naming a function" : "'required'"));
+  }
   if (tools == nullptr) return std::nullopt;
-  if (!tools->is_array()) return BadRequest("tools", "'tools' must be an array");
+  bool found = false;
   for (size_t i = 0; i < tools->size(); ++i) {
     const Json& t = (*tools)[i];
     std::string p = fmt::format("tools[{}]", i);
@@ -387,10 +409,25 @@ std::optional<ApiError> ReadTools(Fields& f, ParsedRequest* r) {
       return BadRequest(p + ".function.name",
                         fmt::format("'{}.function.name' must be a string", p));
     }
+    found = found || (forced && t["function"]["name"] == *forced);
+  }
+  if (forced && !found) {
+    return BadRequest("tool_choice",
+                      fmt::format("'tool_choice' names '{}', which is not in 'tools'", *forced));
   }
   if (choice == "none" || tools->empty()) return std::nullopt;
   r->tools = *tools;
   r->parse_tool_calls = true;
+  if (force) {
+    if (r->constraint) {
+      return BadRequest("tool_choice",
+                        fmt::format("'tool_choice' {} and '{}' both constrain the output; give one",
+                                    choice, r->constraint_param));
+    }
+    Json spec = {{"tools", *tools}, {"name", forced ? Json(*forced) : Json(nullptr)}};
+    r->constraint = grammar::ConstraintSpec{grammar::ConstraintKind::kToolCall, Dump(spec), {}};
+    r->constraint_param = "tool_choice";
+  }
   return std::nullopt;
 }
 

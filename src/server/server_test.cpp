@@ -15,10 +15,12 @@
 #include <cstring>
 #include <functional>
 #include <new>
+#include <set>
 #include <thread>
 #include <utility>
 
 #include "engine/engine.h"
+#include "grammar/schema_validator_test_util.h"
 #include "server/fake_engine_test_util.h"
 #include "server/webui.h"
 
@@ -202,6 +204,114 @@ TEST(Server, ToolCallsStreamAndNonStream) {
   EXPECT_EQ(st.tool_calls[0]["function"]["arguments"],
             msg["tool_calls"][0]["function"]["arguments"]);
   EXPECT_EQ(st.finish, "tool_calls");
+}
+
+// Two tools whose arguments cover raw strings (enum, maxLength), JSON values (enum, array,
+// bounded numbers, boolean), required and optional parameters.
+const char* kForcedTools = R"([
+  {"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+    "properties":{"city":{"type":"string","enum":["Paris","Oslo"]},
+                  "days":{"type":"integer","minimum":1,"maximum":7},
+                  "units":{"enum":["c","f"]},"detail":{"type":"boolean"},
+                  "note":{"type":"string","maxLength":8}},
+    "required":["city","days"]}}},
+  {"type":"function","function":{"name":"add","parameters":{"type":"object",
+    "properties":{"a":{"type":"integer"},"b":{"type":"number","minimum":0,"maximum":10},
+                  "tags":{"type":"array","items":{"type":"string","maxLength":3},"maxItems":2}},
+    "required":["a","b"]}}}])";
+
+// Every call names a tool and its arguments validate against that tool's parameters.
+void ExpectValidCalls(const Json& calls, const std::string& only, const std::string& body) {
+  const Json tools = Json::parse(kForcedTools);
+  ASSERT_TRUE(calls.is_array() && !calls.empty()) << body;
+  for (const Json& c : calls) {
+    const std::string name = c["function"]["name"];
+    if (!only.empty()) EXPECT_EQ(name, only) << body;
+    const Json* params = nullptr;
+    for (const Json& t : tools) {
+      if (t["function"]["name"] == name) params = &t["function"]["parameters"];
+    }
+    ASSERT_NE(params, nullptr) << name;
+    const Json args = Json::parse(c["function"]["arguments"].get<std::string>(), nullptr, false);
+    ASSERT_FALSE(args.is_discarded()) << body;
+    EXPECT_EQ(grammar::testing::SchemaValidator(*params).Check(args), "") << args.dump();
+  }
+}
+
+// tool_choice "required" and a named function force a call: the fake engine writes whatever
+// the grammar allows (its script fits nowhere), so every answer must be a parseable call to a
+// listed (or the named) tool with valid arguments, streaming giving the same calls.
+TEST(Server, ForcedToolCallsAreValidStreamingOrNot) {
+  Harness h("I will not call a tool.");
+  const std::string base =
+      R"({"messages":[{"role":"user","content":"weather?"}],"max_tokens":400,
+      "chat_template_kwargs":{"enable_thinking":false},"tools":)" +
+      std::string(kForcedTools);
+  std::set<std::string> names;
+  for (int seed = 1; seed <= 12; ++seed) {
+    for (const std::string only : {"", "add", "get_weather"}) {
+      const std::string choice =
+          only.empty() ? R"("required")"
+                       : R"({"type":"function","function":{"name":")" + only + R"("}})";
+      const std::string req =
+          base + ",\"seed\":" + std::to_string(seed) + ",\"tool_choice\":" + choice;
+      auto r = h.Post("/v1/chat/completions", req + "}");
+      ASSERT_EQ(r->status, 200) << r->body;
+      const Json j = Json::parse(r->body);
+      const Json& msg = j["choices"][0]["message"];
+      EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls") << r->body;
+      ExpectValidCalls(msg["tool_calls"], only, r->body);
+      if (only.empty()) {
+        for (const Json& c : msg["tool_calls"]) names.insert(c["function"]["name"]);
+      } else {
+        EXPECT_EQ(msg["tool_calls"].size(), 1u) << r->body;
+      }
+      Streamed st =
+          ParseChatStream(h.Post("/v1/chat/completions", req + R"(,"stream":true})")->body);
+      ASSERT_EQ(st.tool_calls.size(), msg["tool_calls"].size()) << r->body;
+      for (size_t k = 0; k < st.tool_calls.size(); ++k) {
+        EXPECT_EQ(st.tool_calls[k]["function"]["name"], msg["tool_calls"][k]["function"]["name"]);
+        EXPECT_EQ(st.tool_calls[k]["function"]["arguments"],
+                  msg["tool_calls"][k]["function"]["arguments"]);
+      }
+      EXPECT_EQ(st.finish, "tool_calls");
+    }
+  }
+  EXPECT_EQ(names.size(), 2u);  // "required" picks among the tools
+}
+
+// "none": a script that writes a call gets no tool call back; bad tool_choice values are 400s.
+TEST(Server, ToolChoiceNoneAndBadValues) {
+  Harness h("<tool_call>add<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>");
+  const std::string base =
+      R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"enable_thinking":false},
+      "tools":)" +
+      std::string(kForcedTools);
+  auto r = h.Post("/v1/chat/completions", base + R"(,"tool_choice":"none"})");
+  ASSERT_EQ(r->status, 200) << r->body;
+  const Json j = Json::parse(r->body);
+  EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls")) << r->body;
+  EXPECT_NE(j["choices"][0]["finish_reason"], "tool_calls");
+  const std::pair<std::string, std::string> bad[] = {
+      {base + R"(,"tool_choice":{"type":"function","function":{"name":"nope"}}})", "nope"},
+      {base + R"(,"tool_choice":{"type":"function"}})", "tool_choice"},
+      {base + R"(,"tool_choice":"required","guided_regex":"a"})", "give one"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})", "needs tools"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required","tools":[
+        {"type":"function","function":{"name":"f","parameters":{"type":"object",
+        "properties":{"x":{"type":"object","patternProperties":{}}}}}}]})",
+       "patternProperties"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required","tools":[
+        {"type":"function","function":{"name":"f","parameters":{"type":"object",
+        "properties":{"x":{"type":"string","contentSchema":{}}}}}}]})",
+       "contentSchema"},
+  };
+  for (const auto& [body, want] : bad) {
+    auto e = h.Post("/v1/chat/completions", body);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->status, 400) << body << ": " << e->body;
+    EXPECT_NE(e->body.find(want), std::string::npos) << body << ": " << e->body;
+  }
 }
 
 TEST(Server, CompletionsTextIdsBatchAndLogprobs) {
