@@ -177,7 +177,7 @@ Result<Grammar> ToolCallGrammar(const Json& spec, const JsonOptions& opt,
   const Elem call = b.Alt(std::move(calls), "call");
   const Elem lead = b.Alt({{}, b.Literal("\n")}, "lead");
   const uint32_t root = b.NewRule("root");
-  if (any) {
+  if (any && spec.value("parallel", true)) {
     Seq more = b.Literal("\n");
     more.push_back(call);
     b.AddAlt(root, {lead, call, b.Star(std::move(more), "more_calls")});

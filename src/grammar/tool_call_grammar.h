@@ -17,7 +17,8 @@
 // (a `</arg_value>` inside would end the value early) and JSON strings write `<` as \u003c;
 // a function whose parameters are not an object of properties takes no arguments unless its
 // schema says otherwise (then an Unimplemented error names the keyword). "required" allows
-// one or more calls, a named function exactly one; an optional newline may come first.
+// one or more calls (one when parallel is false), a named function exactly one; an optional
+// newline may come first.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -27,7 +28,8 @@
 
 namespace mx::grammar {
 
-// spec: {"tools": [OpenAI tools], "name": "NAME" | null (null: any of them, one or more)}.
+// spec: {"tools": [OpenAI tools], "name": "NAME" | null (null: any of them), "parallel": bool
+// (optional, default true: with no name, one or more calls)}.
 Result<Grammar> ToolCallGrammar(const nlohmann::ordered_json& spec, const JsonOptions& opt,
                                 const GrammarLimits& limits);
 

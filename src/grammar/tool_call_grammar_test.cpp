@@ -63,6 +63,11 @@ TEST(ToolCallGrammar, AcceptsTheTemplatesFormAndRefusesWhatWouldNotParse) {
       "<arg_value>{\"label\":\"<\"}</arg_value>\n</tool_call>",  // raw '<' in a JSON string
   };
   for (const std::string& s : refused) EXPECT_FALSE(Matches(any, s)) << s;
+  auto single = Share(ToolCallGrammar(
+      {{"tools", Json::parse(kTools)}, {"name", nullptr}, {"parallel", false}}, {}, {}));
+  ASSERT_NE(single, nullptr);
+  EXPECT_TRUE(Matches(single, call));
+  EXPECT_FALSE(Matches(single, call + "\n<tool_call>noop\n</tool_call>"));
   auto named = Tools("noop");
   ASSERT_NE(named, nullptr);
   EXPECT_TRUE(Matches(named, "<tool_call>noop\n</tool_call>"));

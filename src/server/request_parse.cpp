@@ -424,7 +424,16 @@ std::optional<ApiError> ReadTools(Fields& f, ParsedRequest* r) {
                         fmt::format("'tool_choice' {} and '{}' both constrain the output; give one",
                                     choice, r->constraint_param));
     }
-    Json spec = {{"tools", *tools}, {"name", forced ? Json(*forced) : Json(nullptr)}};
+    bool parallel = true;  // parallel_tool_calls: false allows a single call
+    if (const Json* p = f.Get("parallel_tool_calls"); p != nullptr) {
+      if (!p->is_boolean()) {
+        return BadRequest("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
+      }
+      parallel = p->get<bool>();
+    }
+    Json spec = {{"tools", *tools},
+                 {"name", forced ? Json(*forced) : Json(nullptr)},
+                 {"parallel", parallel}};
     r->constraint = grammar::ConstraintSpec{grammar::ConstraintKind::kToolCall, Dump(spec), {}};
     r->constraint_param = "tool_choice";
   }

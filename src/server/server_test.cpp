@@ -221,8 +221,9 @@ const char* kForcedTools = R"([
     "required":["a","b"]}}}])";
 
 // Every call names a tool and its arguments validate against that tool's parameters.
-void ExpectValidCalls(const Json& calls, const std::string& only, const std::string& body) {
-  const Json tools = Json::parse(kForcedTools);
+void ExpectValidCalls(const Json& calls, const std::string& only, const std::string& body,
+                      const char* tools_text = kForcedTools) {
+  const Json tools = Json::parse(tools_text);
   ASSERT_TRUE(calls.is_array() && !calls.empty()) << body;
   for (const Json& c : calls) {
     const std::string name = c["function"]["name"];
@@ -296,6 +297,7 @@ TEST(Server, ToolChoiceNoneAndBadValues) {
       {base + R"(,"tool_choice":{"type":"function","function":{"name":"nope"}}})", "nope"},
       {base + R"(,"tool_choice":{"type":"function"}})", "tool_choice"},
       {base + R"(,"tool_choice":"required","guided_regex":"a"})", "give one"},
+      {base + R"(,"tool_choice":"required","parallel_tool_calls":1})", "parallel_tool_calls"},
       {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})", "needs tools"},
       {R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required","tools":[
         {"type":"function","function":{"name":"f","parameters":{"type":"object",
@@ -814,5 +816,53 @@ TEST(Server, StructuredOutputOnTheBundledModel) {
   }
 }
 
+
+// The bundled model under tool_choice: whatever it would write, the answer is a call to the
+// right tool with valid arguments (bounded ones, so every call ends within max_tokens), greedy
+// and sampled, streaming giving the same calls.
+TEST(Server, ForcedToolCallsOnTheBundledModel) {
+  EngineOptions eo;
+  eo.model_dir = kModelDir;
+  eo.threads = 1;
+  eo.page_size = 4;
+  eo.max_total_tokens = 8192;
+  auto engine = CreateEngine(eo);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  Harness h(std::move(*engine));
+  static const char* kTools = R"([
+    {"type":"function","function":{"name":"add","parameters":{"type":"object",
+      "properties":{"a":{"type":"integer","minimum":-1000,"maximum":1000},
+                    "b":{"type":"integer","minimum":-1000,"maximum":1000}},
+      "required":["a","b"]}}},
+    {"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+      "properties":{"city":{"type":"string","enum":["Paris","Oslo"]},
+                    "days":{"type":"integer","minimum":1,"maximum":7}},"required":["city"]}}}])";
+  const std::string base = R"({"model":"arith","messages":[{"role":"user","content":"What is 12 + 30?"}],
+      "max_tokens":200,"chat_template_kwargs":{"enable_thinking":false},"tools":)" +
+                           std::string(kTools);
+  for (const std::string only : {"", "add", "get_weather"}) {
+    for (const std::string sampling : {R"("temperature":0)", R"("temperature":1,"seed":5)"}) {
+      const std::string choice =
+          only.empty() ? R"("required")"
+                       : R"({"type":"function","function":{"name":")" + only + R"("}})";
+      // One call: a greedy model could otherwise chain calls up to max_tokens.
+      const std::string req =
+          base + "," + sampling + ",\"parallel_tool_calls\":false,\"tool_choice\":" + choice;
+      auto r = h.Post("/v1/chat/completions", req + "}");
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 200) << r->body;
+      const Json j = Json::parse(r->body);
+      EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls") << r->body;
+      ExpectValidCalls(j["choices"][0]["message"]["tool_calls"], only, r->body, kTools);
+      Streamed st =
+          ParseChatStream(h.Post("/v1/chat/completions", req + R"(,"stream":true})")->body);
+      EXPECT_EQ(st.tool_calls.size(), j["choices"][0]["message"]["tool_calls"].size());
+      for (size_t k = 0; k < st.tool_calls.size(); ++k) {
+        EXPECT_EQ(st.tool_calls[k]["function"]["arguments"],
+                  j["choices"][0]["message"]["tool_calls"][k]["function"]["arguments"]);
+      }
+    }
+  }
+}
 }  // namespace
 }  // namespace mx::server
