@@ -48,10 +48,10 @@ TEST(ToolCallGrammar, AcceptsTheTemplatesFormAndRefusesWhatWouldNotParse) {
                       "<arg_value>2024-02-28</arg_value>\n<arg_key>opts</arg_key>\n<arg_value>"
                       "{\"label\": \"\\u003cb>\"}</arg_value>\n</tool_call>"));
   const std::string refused[] = {
-      "",                                                               // no call
-      "hello <tool_call>noop\n</tool_call>",                            // text before
-      "<tool_call>other\n</tool_call>",                                 // not a tool
-      "<tool_call>get_weather\n</tool_call>",                           // required missing
+      "",                                      // no call
+      "hello <tool_call>noop\n</tool_call>",   // text before
+      "<tool_call>other\n</tool_call>",        // not a tool
+      "<tool_call>get_weather\n</tool_call>",  // required missing
       "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>a<b</arg_value>\n"
       "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",  // '<' in raw text
       "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>P</arg_value>\n"
@@ -76,7 +76,8 @@ TEST(ToolCallGrammar, AcceptsTheTemplatesFormAndRefusesWhatWouldNotParse) {
 }
 
 // Splits `<tool_call>NAME(\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>)*\n</tool_call>`.
-bool Split(const std::string& s, std::string* name, std::vector<std::pair<std::string, std::string>>* args) {
+bool Split(const std::string& s, std::string* name,
+           std::vector<std::pair<std::string, std::string>>* args) {
   size_t p = s.starts_with("\n") ? 1 : 0;
   if (s.compare(p, 11, "<tool_call>") != 0) return false;
   p += 11;

@@ -227,7 +227,9 @@ void ExpectValidCalls(const Json& calls, const std::string& only, const std::str
   ASSERT_TRUE(calls.is_array() && !calls.empty()) << body;
   for (const Json& c : calls) {
     const std::string name = c["function"]["name"];
-    if (!only.empty()) EXPECT_EQ(name, only) << body;
+    if (!only.empty()) {
+      EXPECT_EQ(name, only) << body;
+    }
     const Json* params = nullptr;
     for (const Json& t : tools) {
       if (t["function"]["name"] == name) params = &t["function"]["parameters"];
@@ -816,7 +818,6 @@ TEST(Server, StructuredOutputOnTheBundledModel) {
   }
 }
 
-
 // The bundled model under tool_choice: whatever it would write, the answer is a call to the
 // right tool with valid arguments (bounded ones, so every call ends within max_tokens), greedy
 // and sampled, streaming giving the same calls.
@@ -837,9 +838,10 @@ TEST(Server, ForcedToolCallsOnTheBundledModel) {
     {"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
       "properties":{"city":{"type":"string","enum":["Paris","Oslo"]},
                     "days":{"type":"integer","minimum":1,"maximum":7}},"required":["city"]}}}])";
-  const std::string base = R"({"model":"arith","messages":[{"role":"user","content":"What is 12 + 30?"}],
+  const std::string base =
+      R"({"model":"arith","messages":[{"role":"user","content":"What is 12 + 30?"}],
       "max_tokens":200,"chat_template_kwargs":{"enable_thinking":false},"tools":)" +
-                           std::string(kTools);
+      std::string(kTools);
   for (const std::string only : {"", "add", "get_weather"}) {
     for (const std::string sampling : {R"("temperature":0)", R"("temperature":1,"seed":5)"}) {
       const std::string choice =
