@@ -117,7 +117,7 @@ class Scheduler {
   std::vector<ReqPtr> running_;  // in admission order
   std::vector<RequestId> aborts_;
   EngineStats stats_;
-  BatchPlanner planner_;  // over cache_, waiting_, running_, stats_ (declared above it)
+  BatchPlanner planner_;     // over cache_, waiting_, running_, stats_ (declared above it)
   MaskPrefetcher prefetch_;  // structured-output masks computed during the forward
   Status failure_;
   std::function<void(const Status&)> on_failure_;
