@@ -140,7 +140,7 @@ uint64_t DrawSeed() {
 
 // Submits prompts x n engine requests; their ids join job.active.ids under `jobs_mu` (which
 // /abort_request holds while it reads them).
-std::optional<ApiError> SubmitAll(Job& job, std::mutex& jobs_mu) {
+std::optional<ApiError> SubmitAll(Job& job, Mutex& jobs_mu) {
   ServedModel& m = *job.model;
   ParsedRequest& r = job.req;
   ChoiceOptions co;
@@ -182,7 +182,7 @@ std::optional<ApiError> SubmitAll(Job& job, std::mutex& jobs_mu) {
       c.stream = std::move(*s);
       c.out = std::make_unique<ChoiceOutput>(m.tokenizer, co);
       {
-        std::lock_guard<std::mutex> lock(jobs_mu);
+        MutexLock lock(jobs_mu);
         job.active.ids.push_back(c.stream->id());
       }
       job.choices.push_back(std::move(c));
