@@ -116,9 +116,8 @@ std::optional<ApiError> Prepare(ServedModel& m, ParsedRequest& r, Prepared* p) {
     r.gen.max_tokens = static_cast<int32_t>(ctx - longest);
   }
   if (longest + r.gen.max_tokens > ctx) {
-    const char* param = r.kind == ApiKind::kGenerate ? "sampling_params.max_new_tokens"
-                        : r.kind == ApiKind::kChat   ? "max_tokens"
-                                                     : "max_tokens";
+    const char* param =
+        r.kind == ApiKind::kGenerate ? "sampling_params.max_new_tokens" : "max_tokens";
     return BadRequest(param, fmt::format("the prompt ({} tokens) plus max_tokens ({}) exceeds "
                                          "the context window ({} tokens)",
                                          longest, r.gen.max_tokens, ctx));
