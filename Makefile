@@ -1,6 +1,6 @@
 # mxserve: the two commands a newcomer runs are `make run` and `make test`.
 # Both install what they need (scripts/install-deps.sh, apt-get only) and build first.
-.PHONY: all npm-deps deps shared-check train-model build run test test-release test-asan format check-format fuzz reference-fixtures clean
+.PHONY: all npm-deps deps shared-check train-model build run test test-release test-asan format check-format check-tidy check-thread-safety fuzz reference-fixtures clean
 
 JOBS ?= $(shell nproc)
 MXSERVE := ./build/release/src/cli/mxserve
@@ -19,7 +19,7 @@ build: deps
 run: build
 	$(MXSERVE) serve models/glm-moe-dsa-arith-6m --host 127.0.0.1 --port 30000
 
-test: deps shared-check check-format test-release test-asan
+test: deps shared-check check-format check-tidy check-thread-safety test-release test-asan
 
 shared-check:
 	@test -d ../shared/configs || { echo "make test: ../shared (test data and configs) must sit beside the repository"; exit 1; }
@@ -51,6 +51,14 @@ check-format:
 
 format:
 	@scripts/check-format.sh --fix
+
+# clang-tidy (.clang-tidy) on the C++ files changed since the merge base with main.
+check-tidy:
+	@scripts/check-tidy.sh
+
+# clang's -Wthread-safety over the files with GUARDED_BY state (base/mutex.h), syntax only.
+check-thread-safety:
+	@scripts/check-thread-safety.sh
 
 # libFuzzer targets (clang): each runs FUZZ_SECONDS (default 60).
 fuzz: deps

@@ -6,7 +6,7 @@ set -euo pipefail
 
 PKGS=(
   cmake ninja-build g++ make pkg-config git ccache
-  clang clang-format libclang-rt-14-dev
+  clang clang-format clang-tidy libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libpcre2-dev libcpp-httplib-dev libcurl4-openssl-dev

@@ -125,108 +125,121 @@ json ConfigJson(const ModelConfig& c) {
   return j;
 }
 
-int RunInspect(const InspectArgs& a) {
-  const auto t0 = std::chrono::steady_clock::now();
-  if (a.config.empty() == a.model_dir.empty()) {
-    std::fprintf(stderr, "mxserve inspect: give exactly one of MODEL_DIR or --config FILE\n");
-    return 2;
-  }
-  const std::string config_path =
-      a.config.empty() ? (std::filesystem::path(a.model_dir) / "config.json").string() : a.config;
-  auto cfg = LoadModelConfig(config_path);
-  if (!cfg.ok()) return Fail(cfg.status().message());
-  const ModelConfig& c = *cfg;
-  const std::vector<TensorSpec> specs = ExpectedTensors(c);
-  const ParamSummary ps = Summarize(c, specs);
-  const KvCacheSize kv = KvCacheBytes(c);
-
+// Everything inspect reports, gathered once. Not movable in practice: the report points into
+// the checkpoint.
+struct Inspection {
+  std::string config_path;
+  ModelConfig c;
+  std::vector<TensorSpec> specs;
+  ParamSummary ps;
+  KvCacheSize kv;
   std::optional<Checkpoint> ckpt;
-  std::optional<CheckpointReport> report;
+  std::optional<CheckpointReport> report;  // with a checkpoint
+  std::optional<MoeTuning> moe;            // for a MoE model
+  int exit_code() const { return report && !report->ok() ? 1 : 0; }
+};
+
+Status Gather(const InspectArgs& a, Inspection& in) {
+  in.config_path =
+      a.config.empty() ? (std::filesystem::path(a.model_dir) / "config.json").string() : a.config;
+  MX_ASSIGN_OR_RETURN(in.c, LoadModelConfig(in.config_path));
+  const ModelConfig& c = in.c;
+  in.specs = ExpectedTensors(c);
+  in.ps = Summarize(c, in.specs);
+  in.kv = KvCacheBytes(c);
   if (!a.model_dir.empty()) {
-    auto ck = Checkpoint::Open(a.model_dir);
-    if (!ck.ok()) return Fail(ck.status().message());
-    ckpt.emplace(std::move(*ck));
-    report = CheckCheckpoint(c, specs, *ckpt);
+    MX_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::Open(a.model_dir));
+    in.ckpt.emplace(std::move(ck));
+    in.report = CheckCheckpoint(c, in.specs, *in.ckpt);
   }
-
-  std::optional<MoeTuning> moe;
   if (c.n_routed_experts > 0) {
-    auto r = ResolveMoeTuning(MoeShapeOf(c), ExpertDtype(c, specs, report),
-                              KernelLevelName(SelectKernels().level), a.tuned_config_dir);
-    if (!r.ok()) return Fail(r.status().message());
-    moe = std::move(*r);
+    MX_ASSIGN_OR_RETURN(
+        MoeTuning m, ResolveMoeTuning(MoeShapeOf(c), ExpertDtype(c, in.specs, in.report),
+                                      KernelLevelName(SelectKernels().level), a.tuned_config_dir));
+    in.moe = std::move(m);
   }
+  return Status::Ok();
+}
 
-  if (a.json) {
-    json j;
-    j["source"] = config_path;
-    j["config"] = ConfigJson(c);
-    json by_cat = json::object();
-    for (int k = 0; k < kNumTensorCategories; ++k) {
-      by_cat[TensorCategoryName(static_cast<TensorCategory>(k))] = {{"params", ps.params[k]},
-                                                                    {"bf16_bytes", ps.bytes[k]}};
-    }
-    j["parameters"] = {{"total", ps.total_params}, {"main", ps.main_params},
-                       {"mtp", ps.mtp_params},     {"active_per_token", ps.active_params},
-                       {"by_category", by_cat},    {"bf16_checkpoint_bytes", ps.total_bytes}};
-    j["tensor_count"] = {{"total", ps.main_tensors + ps.mtp_tensors},
-                         {"main", ps.main_tensors},
-                         {"mtp", ps.mtp_tensors}};
-    j["kv_cache_per_token"] = {{"mla_values_per_layer", kv.mla_values_per_layer},
-                               {"indexer_values_per_full_layer", kv.indexer_values_per_layer},
-                               {"full_indexer_layers", kv.full_indexer_layers},
-                               {"values", kv.values_per_token},
-                               {"bf16_bytes", kv.bf16_bytes_per_token},
-                               {"fp8_bytes", kv.fp8_bytes_per_token},
-                               {"mtp_values", kv.mtp_values_per_token}};
-    json list = json::array();
-    for (size_t i = 0; i < specs.size(); ++i) {
-      const auto& s = specs[i];
-      json t = {{"name", s.name},
-                {"shape", s.shape},
-                {"dtype", DTypeName(s.dtype)},
-                {"category", TensorCategoryName(s.category)}};
-      if (report) {
-        const auto& m = report->matches[i];
-        t["format"] = WeightFormatName(m.format);
-        if (m.view) {
-          t["file_dtype"] = DTypeName(m.view->dtype);
-          t["file_shape"] = m.view->shape;
-        }
+json TensorsJson(const Inspection& in) {
+  json list = json::array();
+  for (size_t i = 0; i < in.specs.size(); ++i) {
+    const auto& s = in.specs[i];
+    json t = {{"name", s.name},
+              {"shape", s.shape},
+              {"dtype", DTypeName(s.dtype)},
+              {"category", TensorCategoryName(s.category)}};
+    if (in.report) {
+      const auto& m = in.report->matches[i];
+      t["format"] = WeightFormatName(m.format);
+      if (m.view) {
+        t["file_dtype"] = DTypeName(m.view->dtype);
+        t["file_shape"] = m.view->shape;
       }
-      list.push_back(std::move(t));
     }
-    j["tensors"] = std::move(list);
-    if (report) {
-      std::map<std::string, int64_t> formats, format_bytes;
-      for (const auto& [name, t] : FormatTotals(*report)) {
-        formats[name] = t.tensors;
-        format_bytes[name] = t.bytes;
-      }
-      j["checkpoint"] = {{"dir", a.model_dir},
-                         {"files", ckpt->num_files()},
-                         {"bytes", ckpt->total_bytes()},
-                         {"formats", formats},
-                         {"format_bytes", format_bytes},
-                         {"ok", report->ok()},
-                         {"missing", report->missing},
-                         {"mismatched", report->mismatched},
-                         {"unexpected", report->unexpected},
-                         {"ignored", report->ignored}};
-    }
-    if (moe) {
-      j["moe_kernels"] = {{"state", moe->state()},
-                          {"config", moe->file},
-                          {"isa", moe->isa},
-                          {"dtype", moe->dtype},
-                          {"tune_command", moe->command}};
-    }
-    std::printf("%s\n", j.dump(2).c_str());
-    return report && !report->ok() ? 1 : 0;
+    list.push_back(std::move(t));
   }
+  return list;
+}
 
+json InspectJson(const InspectArgs& a, const Inspection& in) {
+  const ParamSummary& ps = in.ps;
+  const KvCacheSize& kv = in.kv;
+  json j;
+  j["source"] = in.config_path;
+  j["config"] = ConfigJson(in.c);
+  json by_cat = json::object();
+  for (int k = 0; k < kNumTensorCategories; ++k) {
+    by_cat[TensorCategoryName(static_cast<TensorCategory>(k))] = {{"params", ps.params[k]},
+                                                                  {"bf16_bytes", ps.bytes[k]}};
+  }
+  j["parameters"] = {{"total", ps.total_params}, {"main", ps.main_params},
+                     {"mtp", ps.mtp_params},     {"active_per_token", ps.active_params},
+                     {"by_category", by_cat},    {"bf16_checkpoint_bytes", ps.total_bytes}};
+  j["tensor_count"] = {{"total", ps.main_tensors + ps.mtp_tensors},
+                       {"main", ps.main_tensors},
+                       {"mtp", ps.mtp_tensors}};
+  j["kv_cache_per_token"] = {{"mla_values_per_layer", kv.mla_values_per_layer},
+                             {"indexer_values_per_full_layer", kv.indexer_values_per_layer},
+                             {"full_indexer_layers", kv.full_indexer_layers},
+                             {"values", kv.values_per_token},
+                             {"bf16_bytes", kv.bf16_bytes_per_token},
+                             {"fp8_bytes", kv.fp8_bytes_per_token},
+                             {"mtp_values", kv.mtp_values_per_token}};
+  j["tensors"] = TensorsJson(in);
+  if (in.report) {
+    const CheckpointReport& report = *in.report;
+    std::map<std::string, int64_t> formats, format_bytes;
+    for (const auto& [name, t] : FormatTotals(report)) {
+      formats[name] = t.tensors;
+      format_bytes[name] = t.bytes;
+    }
+    j["checkpoint"] = {{"dir", a.model_dir},
+                       {"files", in.ckpt->num_files()},
+                       {"bytes", in.ckpt->total_bytes()},
+                       {"formats", formats},
+                       {"format_bytes", format_bytes},
+                       {"ok", report.ok()},
+                       {"missing", report.missing},
+                       {"mismatched", report.mismatched},
+                       {"unexpected", report.unexpected},
+                       {"ignored", report.ignored}};
+  }
+  if (in.moe) {
+    j["moe_kernels"] = {{"state", in.moe->state()},
+                        {"config", in.moe->file},
+                        {"isa", in.moe->isa},
+                        {"dtype", in.moe->dtype},
+                        {"tune_command", in.moe->command}};
+  }
+  return j;
+}
+
+// The config in brief and the MoE kernels' tuning state.
+std::string ConfigText(const Inspection& in) {
+  const ModelConfig& c = in.c;
   std::string out;
-  out += fmt::format("config        {}\n", config_path);
+  out += fmt::format("config        {}\n", in.config_path);
   out += fmt::format("architecture  {} ({})\n", ArchitectureName(c.architecture), c.model_type);
   int64_t dense = 0;
   for (auto t : c.mlp_layer_types) dense += t == MlpType::kDense;
@@ -250,14 +263,23 @@ int RunInspect(const InspectArgs& a) {
       c.n_group, c.topk_group, c.routed_scaling_factor);
   out += fmt::format("rope          theta {:g} ({}), max positions {}\n", c.rope.rope_theta,
                      c.rope.rope_type, c.max_position_embeddings);
-  if (moe && moe->tuned) {
-    out += fmt::format("MoE kernels   tuned config for {} on {}: {}\n", moe->dtype, moe->isa,
-                       moe->file);
-  } else if (moe) {
+  if (in.moe && in.moe->tuned) {
+    out += fmt::format("MoE kernels   tuned config for {} on {}: {}\n", in.moe->dtype, in.moe->isa,
+                       in.moe->file);
+  } else if (in.moe) {
     out +=
         fmt::format("MoE kernels   DEFAULT (untuned): no {} for {} on {}\n              tune: {}\n",
-                    moe->file, moe->dtype, moe->isa, moe->command);
+                    in.moe->file, in.moe->dtype, in.moe->isa, in.moe->command);
   }
+  return out;
+}
+
+// Parameters and bytes per category, and the KV cache per token.
+std::string SizesText(const Inspection& in) {
+  const ModelConfig& c = in.c;
+  const ParamSummary& ps = in.ps;
+  const KvCacheSize& kv = in.kv;
+  std::string out;
   out += fmt::format("\nparameters    {} ({} main + {} MTP); active per token {}\n",
                      Billions(ps.total_params), Billions(ps.main_params), Billions(ps.mtp_params),
                      Billions(ps.active_params));
@@ -280,42 +302,64 @@ int RunInspect(const InspectArgs& a) {
       "MTP layer: {} values\n",
       Grouped(kv.values_per_token), Grouped(kv.bf16_bytes_per_token),
       Grouped(kv.fp8_bytes_per_token), kv.mtp_values_per_token);
-  if (report) {
-    out += fmt::format("\ncheckpoint    {} ({} file(s), {} bytes)\n", a.model_dir,
-                       ckpt->num_files(), Grouped(ckpt->total_bytes()));
-    std::string f;
-    for (const auto& [name, t] : FormatTotals(*report)) {
-      f += fmt::format("{} {} ({} bytes)  ", name, t.tensors, Grouped(t.bytes));
-    }
-    out += fmt::format("formats       {}\n", f);
-    if (!report->ignored.empty()) {
-      out += fmt::format("ignored       {} indexer tensor(s) on IndexShare shared layers\n",
-                         report->ignored.size());
-    }
-    out += report->ok() ? "check         OK: every expected tensor present with its shape\n"
-                        : "check         FAILED\n" + report->ProblemSummary();
+  return out;
+}
+
+// The checkpoint's files, formats and check. REQUIRES: in.report.
+std::string CheckpointText(const InspectArgs& a, const Inspection& in) {
+  const CheckpointReport& report = *in.report;
+  std::string out = fmt::format("\ncheckpoint    {} ({} file(s), {} bytes)\n", a.model_dir,
+                                in.ckpt->num_files(), Grouped(in.ckpt->total_bytes()));
+  std::string f;
+  for (const auto& [name, t] : FormatTotals(report)) {
+    f += fmt::format("{} {} ({} bytes)  ", name, t.tensors, Grouped(t.bytes));
   }
-  if (a.tensors) {
-    out += "\ntensors:\n";
-    for (size_t i = 0; i < specs.size(); ++i) {
-      const auto& s = specs[i];
-      std::string fmt_col = DTypeName(s.dtype);
-      if (report) {
-        const auto& m = report->matches[i];
-        fmt_col = m.view ? fmt::format("{} ({} {})", WeightFormatName(m.format),
-                                       DTypeName(m.view->dtype), ShapeString(m.view->shape))
-                         : "MISSING";
-      }
-      out += fmt::format("  {:<64} {:<18} {}\n", s.name, ShapeString(s.shape), fmt_col);
-    }
-  } else {
-    out += "\n(--tensors lists every tensor; --json for machines)\n";
+  out += fmt::format("formats       {}\n", f);
+  if (!report.ignored.empty()) {
+    out += fmt::format("ignored       {} indexer tensor(s) on IndexShare shared layers\n",
+                       report.ignored.size());
   }
+  out += report.ok() ? "check         OK: every expected tensor present with its shape\n"
+                     : "check         FAILED\n" + report.ProblemSummary();
+  return out;
+}
+
+std::string TensorsText(const Inspection& in) {
+  std::string out = "\ntensors:\n";
+  for (size_t i = 0; i < in.specs.size(); ++i) {
+    const auto& s = in.specs[i];
+    std::string fmt_col = DTypeName(s.dtype);
+    if (in.report) {
+      const auto& m = in.report->matches[i];
+      fmt_col = m.view ? fmt::format("{} ({} {})", WeightFormatName(m.format),
+                                     DTypeName(m.view->dtype), ShapeString(m.view->shape))
+                       : "MISSING";
+    }
+    out += fmt::format("  {:<64} {:<18} {}\n", s.name, ShapeString(s.shape), fmt_col);
+  }
+  return out;
+}
+
+int RunInspect(const InspectArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (a.config.empty() == a.model_dir.empty()) {
+    std::fprintf(stderr, "mxserve inspect: give exactly one of MODEL_DIR or --config FILE\n");
+    return 2;
+  }
+  Inspection in;
+  if (Status st = Gather(a, in); !st.ok()) return Fail(st.message());
+  if (a.json) {
+    std::printf("%s\n", InspectJson(a, in).dump(2).c_str());
+    return in.exit_code();
+  }
+  std::string out = ConfigText(in) + SizesText(in);
+  if (in.report) out += CheckpointText(a, in);
+  out += a.tensors ? TensorsText(in) : "\n(--tensors lists every tensor; --json for machines)\n";
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   out += fmt::format("inspected in {:.0f} ms\n", ms);
   std::fwrite(out.data(), 1, out.size(), stdout);
-  return report && !report->ok() ? 1 : 0;
+  return in.exit_code();
 }
 
 VerbRun SetupInspect(CLI::App& app) {

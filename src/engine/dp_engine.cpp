@@ -4,12 +4,12 @@
 
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <thread>
 
 #include "base/check.h"
 #include "base/log.h"
 #include "base/meminfo.h"
+#include "base/mutex.h"
 #include "io/model_config.h"
 #include "kv/paged_kv_store.h"
 
@@ -19,17 +19,17 @@ namespace {
 
 // What the streams and the group share, so a stream may outlive the group object.
 struct Book {
-  std::mutex mu;
+  Mutex mu;
   struct Owner {
     int replica;
     RequestId local;
   };
-  std::map<RequestId, Owner> owners;  // unfinished requests by group id
-  std::vector<int64_t> inflight;      // per replica: unfinished requests
-  std::vector<int64_t> routed;        // per replica: requests ever sent
+  std::map<RequestId, Owner> owners GUARDED_BY(mu);  // unfinished requests by group id
+  std::vector<int64_t> inflight GUARDED_BY(mu);      // per replica: unfinished requests
+  std::vector<int64_t> routed GUARDED_BY(mu);        // per replica: requests ever sent
 
-  void Release(RequestId id) {
-    std::lock_guard<std::mutex> l(mu);
+  void Release(RequestId id) EXCLUDES(mu) {
+    MutexLock l(mu);
     auto it = owners.find(id);
     if (it == owners.end()) return;
     --inflight[it->second.replica];
@@ -114,6 +114,7 @@ class DpEngine final : public Engine {
         router_(static_cast<int>(replicas_.size()), opts),
         book_(std::make_shared<Book>()) {
     MX_CHECK(!replicas_.empty());
+    MutexLock b(book_->mu);
     book_->inflight.assign(replicas_.size(), 0);
     book_->routed.assign(replicas_.size(), 0);
   }
@@ -122,10 +123,10 @@ class DpEngine final : public Engine {
   Result<std::unique_ptr<RequestStream>> Submit(GenerationRequest request) override {
     // One lock over route + submit keeps the loads the router sees exact under concurrency
     // (a replica's Submit only validates and enqueues).
-    std::lock_guard<std::mutex> l(route_mu_);
+    MutexLock l(route_mu_);
     std::vector<int64_t> loads;
     {
-      std::lock_guard<std::mutex> b(book_->mu);
+      MutexLock b(book_->mu);
       loads = book_->inflight;
     }
     // A failed replica is out of rotation: it counts as tried, and the router's choice falls
@@ -151,7 +152,7 @@ class DpEngine final : public Engine {
       auto s = replicas_[r]->Submit(request);
       if (s.ok()) {
         router_.Record(prompt, r);
-        std::lock_guard<std::mutex> b(book_->mu);
+        MutexLock b(book_->mu);
         const RequestId id = next_id_++;
         book_->owners[id] = {r, (*s)->id()};
         ++book_->inflight[r];
@@ -177,7 +178,7 @@ class DpEngine final : public Engine {
     int replica = -1;
     RequestId local = 0;
     {
-      std::lock_guard<std::mutex> b(book_->mu);
+      MutexLock b(book_->mu);
       auto it = book_->owners.find(id);
       if (it == book_->owners.end()) return;
       replica = it->second.replica;
@@ -195,7 +196,7 @@ class DpEngine final : public Engine {
     }
     std::vector<bool> healthy;
     for (const auto& e : replicas_) healthy.push_back(e->Health().ok());
-    std::lock_guard<std::mutex> b(book_->mu);
+    MutexLock b(book_->mu);
     for (size_t r = 0; r < each.size(); ++r) {
       total.dp_replicas.push_back({each[r].running, each[r].queued, each[r].kv_pages_used,
                                    each[r].kv_pages_total, book_->routed[r], healthy[r]});
@@ -205,7 +206,7 @@ class DpEngine final : public Engine {
 
   void FlushCache() override {
     {
-      std::lock_guard<std::mutex> l(route_mu_);
+      MutexLock l(route_mu_);
       router_.Clear();
     }
     for (auto& e : replicas_) e->FlushCache();
@@ -233,10 +234,10 @@ class DpEngine final : public Engine {
 
  private:
   std::vector<std::unique_ptr<Engine>> replicas_;
-  std::mutex route_mu_;  // guards router_
-  DpRouter router_;
+  Mutex route_mu_;
+  DpRouter router_ GUARDED_BY(route_mu_);
   std::shared_ptr<Book> book_;
-  RequestId next_id_ = 1;  // guarded by book_->mu
+  RequestId next_id_ GUARDED_BY(book_->mu) = 1;
 };
 
 int64_t WeightBytes(const std::string& dir) {

@@ -4,13 +4,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <thread>
 
 #include "base/log.h"
 #include "base/meminfo.h"
+#include "base/mutex.h"
 #include "engine/engine_factory.h"
 #include "engine/model_factory.h"
 #include "engine/scheduler.h"
@@ -39,23 +38,26 @@ class Channel final : public ChunkSink {
  public:
   void Push(GenerationChunk chunk) override {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       q_.push_back(std::move(chunk));
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   std::optional<GenerationChunk> Pop(std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> l(mu_);
-    if (!cv_.wait_for(l, timeout, [&] { return !q_.empty(); })) return std::nullopt;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    MutexLock l(mu_);
+    while (q_.empty() && cv_.WaitUntil(l, deadline)) {
+    }
+    if (q_.empty()) return std::nullopt;
     GenerationChunk c = std::move(q_.front());
     q_.pop_front();
     return c;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<GenerationChunk> q_;
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<GenerationChunk> q_ GUARDED_BY(mu_);
 };
 
 class Stream final : public RequestStream {
@@ -96,7 +98,7 @@ class EngineImpl final : public Engine {
     sched_->set_on_failure([this](const Status& error) {
       MX_LOG_ERROR("engine failed: {}; every request ends with the error, new ones are refused",
                    error.ToString());
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       health_ = Status(StatusCode::kUnavailable, "engine failed: " + error.message());
     });
     thread_ = std::thread([this] { Loop(); });
@@ -129,7 +131,7 @@ class EngineImpl final : public Engine {
       return InvalidArgument("sampling parameters out of range");
     }
     if (r.top_logprobs > 20) return InvalidArgument("top_logprobs must be <= 20");
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (!health_.ok()) return health_;
     if (stopping_) return Status(StatusCode::kUnavailable, "the engine is shutting down");
     if (static_cast<int64_t>(inbox_.size()) + queued_ >= opts_.max_queued_requests) {
@@ -140,18 +142,18 @@ class EngineImpl final : public Engine {
     const RequestId id = next_id_++;
     auto ch = std::make_shared<Channel>();
     inbox_.push_back({id, std::move(r), ch, Clock::now()});
-    cv_.notify_all();
+    cv_.NotifyAll();
     return std::unique_ptr<RequestStream>(std::make_unique<Stream>(id, ch));
   }
 
   void Abort(RequestId id) override {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     aborts_.push_back(id);
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 
   EngineStats Stats() const override {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     EngineStats s = published_;
     s.queued += static_cast<int64_t>(inbox_.size());
     s.requests_rejected = rejected_;
@@ -159,26 +161,26 @@ class EngineImpl final : public Engine {
   }
 
   void FlushCache() override {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     flush_ = true;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 
   void Shutdown(std::chrono::milliseconds drain_timeout) override {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       if (!stopping_) {
         stopping_ = true;
         deadline_ = Clock::now() + drain_timeout;
       }
-      cv_.notify_all();
+      cv_.NotifyAll();
     }
-    std::lock_guard<std::mutex> j(join_mu_);
+    MutexLock j(join_mu_);
     if (thread_.joinable()) thread_.join();
   }
 
   Status Health() const override {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     return health_;
   }
 
@@ -213,10 +215,10 @@ class EngineImpl final : public Engine {
       bool flush = false, stopping = false;
       Clock::time_point deadline;
       {
-        std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] {
-          return !inbox_.empty() || !aborts_.empty() || flush_ || stopping_ || !sched_->idle();
-        });
+        MutexLock l(mu_);
+        while (inbox_.empty() && aborts_.empty() && !flush_ && !stopping_ && sched_->idle()) {
+          cv_.Wait(l);
+        }
         in.swap(inbox_);
         aborts.swap(aborts_);
         std::swap(flush, flush_);
@@ -238,7 +240,7 @@ class EngineImpl final : public Engine {
         sched_->Step();
       }
       {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(mu_);
         published_ = sched_->stats();
         queued_ = published_.queued;
       }
@@ -258,20 +260,22 @@ class EngineImpl final : public Engine {
   void set_total_pages(int64_t n) { total_pages_ = n; }
 
  private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Incoming> inbox_;
-  std::vector<RequestId> aborts_;
-  bool flush_ = false;
-  bool stopping_ = false;
-  Clock::time_point deadline_;
-  Status health_;  // Health(): set once, by the loop thread, when the scheduler fails
-  RequestId next_id_ = 1;
-  int64_t queued_ = 0;
-  int64_t rejected_ = 0;
-  EngineStats published_;
-  std::mutex join_mu_;
-  std::thread thread_;
+  // What the submitting threads and the loop thread share.
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::vector<Incoming> inbox_ GUARDED_BY(mu_);
+  std::vector<RequestId> aborts_ GUARDED_BY(mu_);
+  bool flush_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  Clock::time_point deadline_ GUARDED_BY(mu_);
+  // Health(): set once, by the loop thread, when the scheduler fails.
+  Status health_ GUARDED_BY(mu_);
+  RequestId next_id_ GUARDED_BY(mu_) = 1;
+  int64_t queued_ GUARDED_BY(mu_) = 0;
+  int64_t rejected_ GUARDED_BY(mu_) = 0;
+  EngineStats published_ GUARDED_BY(mu_);
+  Mutex join_mu_;  // one Shutdown joins the loop thread; the others wait for it
+  std::thread thread_ GUARDED_BY(join_mu_);
 };
 
 }  // namespace

@@ -161,10 +161,24 @@ std::string SamplingWords(const TaskOptions& o) {
 
 }  // namespace
 
+std::string FindUpwards(const std::filesystem::path& dir, const std::string& rel) {
+  for (std::filesystem::path d = dir; !d.empty(); d = d.parent_path()) {
+    std::error_code ec;
+    if (std::filesystem::exists(d / rel, ec)) return (d / rel).string();
+    if (d == d.parent_path()) break;  // the root
+  }
+  return "";
+}
+
 std::string DefaultArithData() {
   const std::string rel = "tests/data/arith/heldout.jsonl";
   if (std::filesystem::exists(rel)) return rel;
-  return std::string(MX_SOURCE_DIR) + "/" + rel;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    if (std::string found = FindUpwards(exe.parent_path(), rel); !found.empty()) return found;
+  }
+  return rel;
 }
 
 std::string DefaultSummaryPath(const std::string& output) {

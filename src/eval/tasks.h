@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -48,8 +49,12 @@ Result<nlohmann::json> RunQaTask(const TaskOptions& options);
 Result<nlohmann::json> RunMcqTask(const TaskOptions& options);
 
 // The bundled model's 500 held-out problems: tests/data/arith/heldout.jsonl under the working
-// directory when it is a checkout, else under the source tree this binary was built from.
+// directory, else under the nearest folder above the running executable that has it (a build
+// inside a checkout); the working directory's path (which fails to open, naming it) when
+// neither has it. No path is compiled in.
 std::string DefaultArithData();
+// The first of `dir` and its parents under which `rel` exists, joined with it; empty if none.
+std::string FindUpwards(const std::filesystem::path& dir, const std::string& rel);
 
 // "out.jsonl" -> "out.summary.json" (any other name gets ".summary.json" appended).
 std::string DefaultSummaryPath(const std::string& output);

@@ -95,6 +95,19 @@ TaskOptions Gsm8kOptions(const loadgen::MockServer& server, const std::string& o
 
 // Without an output path the task writes no file at all (the working directory stays clean)
 // and still returns the whole summary; with only a summary path, only the summary is written.
+TEST(Tasks, FindUpwardsLooksInTheFolderAndItsParents) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("find-upwards-" + std::to_string(::getpid()));
+  fs::create_directories(root / "build" / "src" / "cli");
+  fs::create_directories(root / "tests" / "data");
+  std::ofstream(root / "tests" / "data" / "x.jsonl") << "{}\n";
+  EXPECT_EQ(FindUpwards(root / "build" / "src" / "cli", "tests/data/x.jsonl"),
+            (root / "tests/data/x.jsonl").string());
+  EXPECT_EQ(FindUpwards(root, "tests/data/x.jsonl"), (root / "tests/data/x.jsonl").string());
+  EXPECT_EQ(FindUpwards(root / "build", "tests/data/missing.jsonl"), "");
+  fs::remove_all(root);
+}
+
 TEST(Tasks, WritesFilesOnlyWhereTold) {
   ScriptedGsm8k script;
   loadgen::MockServerOptions so;

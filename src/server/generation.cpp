@@ -116,9 +116,8 @@ std::optional<ApiError> Prepare(ServedModel& m, ParsedRequest& r, Prepared* p) {
     r.gen.max_tokens = static_cast<int32_t>(ctx - longest);
   }
   if (longest + r.gen.max_tokens > ctx) {
-    const char* param = r.kind == ApiKind::kGenerate ? "sampling_params.max_new_tokens"
-                        : r.kind == ApiKind::kChat   ? "max_tokens"
-                                                     : "max_tokens";
+    const char* param =
+        r.kind == ApiKind::kGenerate ? "sampling_params.max_new_tokens" : "max_tokens";
     return BadRequest(param, fmt::format("the prompt ({} tokens) plus max_tokens ({}) exceeds "
                                          "the context window ({} tokens)",
                                          longest, r.gen.max_tokens, ctx));
@@ -140,7 +139,7 @@ uint64_t DrawSeed() {
 
 // Submits prompts x n engine requests; their ids join job.active.ids under `jobs_mu` (which
 // /abort_request holds while it reads them).
-std::optional<ApiError> SubmitAll(Job& job, std::mutex& jobs_mu) {
+std::optional<ApiError> SubmitAll(Job& job, Mutex& jobs_mu) {
   ServedModel& m = *job.model;
   ParsedRequest& r = job.req;
   ChoiceOptions co;
@@ -182,7 +181,7 @@ std::optional<ApiError> SubmitAll(Job& job, std::mutex& jobs_mu) {
       c.stream = std::move(*s);
       c.out = std::make_unique<ChoiceOutput>(m.tokenizer, co);
       {
-        std::lock_guard<std::mutex> lock(jobs_mu);
+        MutexLock lock(jobs_mu);
         job.active.ids.push_back(c.stream->id());
       }
       job.choices.push_back(std::move(c));

@@ -10,13 +10,11 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <limits>
 #include <list>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -28,6 +26,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "base/mutex.h"
 
 namespace mx::server {
 
@@ -246,9 +245,9 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   bool draining = false;
 
   // Handler threads alive (Run waits for them: they touch this object until their end).
-  std::mutex threads_mu;
-  std::condition_variable threads_cv;
-  int live_threads = 0;
+  Mutex threads_mu;
+  CondVar threads_cv;
+  int live_threads GUARDED_BY(threads_mu) = 0;
 
   void Accept();
   void OnAccept(tcp::socket socket);
@@ -300,7 +299,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // if `close`, else reads the next request).
   void PostWrite(std::string data, bool last, bool close) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       queued_ += data.size();
     }
     net::post(srv_->ioc, [self = shared_from_this(), data = std::move(data), last,
@@ -308,8 +307,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
   // Blocks while too much is queued; false once the client is gone.
   bool WaitWritable() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return gone_.load() || queued_ < kMaxQueuedBytes; });
+    MutexLock lock(mu_);
+    while (!gone_.load() && queued_ >= kMaxQueuedBytes) cv_.Wait(lock);
     return !gone_.load();
   }
   bool gone() const { return gone_.load(); }
@@ -337,9 +336,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void MarkGone() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     gone_.store(true);
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 
   void NextRequest() {
@@ -450,7 +449,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     srv_->handlers.fetch_add(1);
     {
-      std::lock_guard<std::mutex> lock(srv_->threads_mu);
+      MutexLock lock(srv_->threads_mu);
       ++srv_->live_threads;
     }
     auto run = [self = shared_from_this(), r = std::move(r), keep_alive = keep_alive_]() mutable {
@@ -468,9 +467,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       // shared_ptr would keep the Impl (and its io_context) alive in a cycle.
       HttpServer::Impl* raw = srv.get();
       net::post(srv->ioc, [raw] { raw->MaybeFinish(); });
-      std::lock_guard<std::mutex> lock(srv->threads_mu);
+      MutexLock lock(srv->threads_mu);
       --srv->live_threads;
-      srv->threads_cv.notify_all();
+      srv->threads_cv.NotifyAll();
     };
     try {
       std::thread(std::move(run)).detach();
@@ -478,7 +477,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       // No thread to be had (a resource limit): refuse this request, keep serving.
       srv_->handlers.fetch_sub(1);
       {
-        std::lock_guard<std::mutex> lock(srv_->threads_mu);
+        MutexLock lock(srv_->threads_mu);
         --srv_->live_threads;
       }
       MX_LOG_WARN("cannot start a request thread: {}", e.what());
@@ -518,9 +517,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void Enqueue(std::string data, bool last, bool close) {
     if (phase_ == kClosed) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       queued_ -= data.size();
-      cv_.notify_all();
+      cv_.NotifyAll();
       return;
     }
     if (!data.empty()) out_.push_back(std::move(data));
@@ -549,9 +548,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                      [self = shared_from_this()](beast::error_code ec, size_t) {
                        self->writing_ = false;
                        {
-                         std::lock_guard<std::mutex> lock(self->mu_);
+                         MutexLock lock(self->mu_);
                          self->queued_ -= self->cur_.size();
-                         self->cv_.notify_all();
+                         self->cv_.NotifyAll();
                        }
                        if (ec) return self->Close();
                        self->Flush();
@@ -607,9 +606,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   char drop_[4096];
   size_t dropped_ = 0;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  size_t queued_ = 0;  // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  size_t queued_ GUARDED_BY(mu_) = 0;
   std::atomic<bool> gone_{false};
 };
 
@@ -818,8 +817,8 @@ void HttpServer::Run() {
     if (!s.draining) s.Accept();
   });
   s.ioc.run();
-  std::unique_lock<std::mutex> lock(s.threads_mu);
-  s.threads_cv.wait(lock, [&] { return s.live_threads == 0; });
+  MutexLock lock(s.threads_mu);
+  while (s.live_threads != 0) s.threads_cv.Wait(lock);
 }
 
 void HttpServer::StopAccepting() {

@@ -11,19 +11,19 @@ Histogram::Histogram(std::vector<double> upper_bounds)
 void Histogram::Observe(double value) {
   size_t i = 0;
   while (i < bounds_.size() && value > bounds_[i]) ++i;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++counts_[i];
   sum_ += value;
   ++count_;
 }
 
 uint64_t Histogram::count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return count_;
 }
 
 std::optional<double> Histogram::Quantile(double q) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (count_ == 0) return std::nullopt;
   const double rank = q * static_cast<double>(count_);
   uint64_t cum = 0;
@@ -40,7 +40,7 @@ std::optional<double> Histogram::Quantile(double q) const {
 }
 
 void Histogram::Render(const std::string& name, const std::string& labels, std::string* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const std::string sep = labels.empty() ? "" : ",";
   uint64_t cum = 0;
   for (size_t i = 0; i < bounds_.size(); ++i) {
@@ -73,7 +73,7 @@ double CacheHitRate(const EngineStats& s) {
 }
 
 void ServerMetrics::CountHttp(int status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++http_by_status_[status];
 }
 
@@ -192,7 +192,7 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
     }
   }
   head("http_responses_total", "counter", "HTTP responses by status code.");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [code, n] : http_by_status_) {
     out += fmt::format("mxserve:http_responses_total{{code=\"{}\"}} {}\n", code, n);
   }

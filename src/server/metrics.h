@@ -9,11 +9,11 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "engine/engine.h"
 
 namespace mx::server {
@@ -34,10 +34,10 @@ class Histogram {
 
  private:
   std::vector<double> bounds_;
-  mutable std::mutex mu_;
-  std::vector<uint64_t> counts_;  // per bucket (not cumulative), plus +Inf
-  double sum_ = 0;
-  uint64_t count_ = 0;
+  mutable Mutex mu_;
+  std::vector<uint64_t> counts_ GUARDED_BY(mu_);  // per bucket (not cumulative), plus +Inf
+  double sum_ GUARDED_BY(mu_) = 0;
+  uint64_t count_ GUARDED_BY(mu_) = 0;
 };
 
 // Ratios shared by /metrics and /get_server_info (0 when the denominator is 0).
@@ -66,8 +66,8 @@ class ServerMetrics {
   std::string Render(const std::vector<ModelView>& models) const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<int, int64_t> http_by_status_;
+  mutable Mutex mu_;
+  std::map<int, int64_t> http_by_status_ GUARDED_BY(mu_);
 };
 
 }  // namespace mx::server

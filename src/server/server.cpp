@@ -74,12 +74,12 @@ std::string Server::Impl::EngineFailure() const {
 }
 
 bool Server::Impl::RegisterJob(const std::string& id, ActiveJob* job) {
-  std::lock_guard<std::mutex> lock(jobs_mu);
+  MutexLock lock(jobs_mu);
   return jobs.emplace(id, job).second;
 }
 
 void Server::Impl::UnregisterJob(const std::string& id, const ActiveJob* job) {
-  std::lock_guard<std::mutex> lock(jobs_mu);
+  MutexLock lock(jobs_mu);
   auto it = jobs.find(id);
   if (it != jobs.end() && it->second == job) jobs.erase(it);
 }
@@ -327,7 +327,7 @@ void Server::Impl::HandleAbort(HttpExchange& ex) {
     return SendError(ex, BadRequest("rid", "give 'rid' or 'abort_all': true"));
   }
   int aborted = 0;
-  std::lock_guard<std::mutex> lock(jobs_mu);
+  MutexLock lock(jobs_mu);
   for (auto& [id, job] : jobs) {
     if (all || id == rid) {
       job->abort.store(true);

@@ -5,11 +5,11 @@
 #include <atomic>
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -42,8 +42,11 @@ struct Server::Impl {
   ServerMetrics metrics;
   Clock::time_point started = Clock::now();
 
-  std::mutex jobs_mu;
-  std::map<std::string, ActiveJob*> jobs;  // by response id ("chatcmpl-...", rid); jobs_mu
+  // jobs_mu also guards each job's ActiveJob::ids (appended by the job's thread, read by
+  // /abort_request).
+  Mutex jobs_mu;
+  std::map<std::string, ActiveJob*> jobs
+      GUARDED_BY(jobs_mu);  // by response id ("chatcmpl-...", rid)
 
   // The model a request names ("" = default), or a 404 listing the served ones.
   std::optional<ApiError> FindModel(const std::string& name, ServedModel** out);
