@@ -9,7 +9,7 @@
 namespace mx {
 
 namespace {
-constexpr int64_t kExactRows = 16;    // row counts up to this have their own bucket
+constexpr int64_t kExactRows = 16;      // row counts up to this have their own bucket
 constexpr double kBucketRatio = 1.125;  // beyond: geometric buckets this wide
 }  // namespace
 
@@ -22,8 +22,8 @@ SpecChooser::SpecChooser(SpecChooserOptions o)
 
 int64_t SpecChooser::Bucket(int64_t rows) {
   if (rows <= kExactRows) return std::max<int64_t>(rows, 1);
-  const auto k = static_cast<int64_t>(std::floor(std::log(static_cast<double>(rows) / kExactRows) /
-                                                 std::log(kBucketRatio)));
+  const auto k = static_cast<int64_t>(
+      std::floor(std::log(static_cast<double>(rows) / kExactRows) / std::log(kBucketRatio)));
   return std::max<int64_t>(
       kExactRows + 1, std::llround(kExactRows * std::pow(kBucketRatio, static_cast<double>(k))));
 }
@@ -94,7 +94,8 @@ double SpecChooser::Cost(const std::map<int64_t, Avg>& table, double rows, bool 
   const auto lo = hi == table.begin() ? table.end() : std::prev(hi);
   if (optimistic) return lo == table.end() ? 0.0 : lo->second.value;
   if (lo != table.end() && hi != table.end()) {
-    const double t = (static_cast<double>(b - lo->first)) / static_cast<double>(hi->first - lo->first);
+    const double t =
+        (static_cast<double>(b - lo->first)) / static_cast<double>(hi->first - lo->first);
     return lo->second.value + t * (hi->second.value - lo->second.value);
   }
   if (lo != table.end()) {

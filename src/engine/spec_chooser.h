@@ -35,11 +35,11 @@
 namespace mx {
 
 struct SpecChooserOptions {
-  int32_t max_steps = 5;            // settings 0..max_steps; REQUIRES: >= 1
-  int64_t reprobe_interval = 256;   // decode steps; REQUIRES: >= 1
-  int32_t probe_steps = 8;          // consecutive steps a probe runs; REQUIRES: >= 1
-  double cost_weight = 0.2;         // running-average weight of a new cost observation
-  double accept_weight = 0.02;      // floor of the weight of a new acceptance observation
+  int32_t max_steps = 5;           // settings 0..max_steps; REQUIRES: >= 1
+  int64_t reprobe_interval = 256;  // decode steps; REQUIRES: >= 1
+  int32_t probe_steps = 8;         // consecutive steps a probe runs; REQUIRES: >= 1
+  double cost_weight = 0.2;        // running-average weight of a new cost observation
+  double accept_weight = 0.02;     // floor of the weight of a new acceptance observation
 };
 
 class SpecChooser {
@@ -71,10 +71,10 @@ class SpecChooser {
 
   struct Decision {
     int32_t steps = 0;
-    bool probe = false;         // an exploration step, not the best estimate
-    double tokens_per_s = 0;    // Predict(steps, batch)
+    bool probe = false;       // an exploration step, not the best estimate
+    double tokens_per_s = 0;  // Predict(steps, batch)
     double off_tokens_per_s = 0;
-    double accept_length = 1;   // E(steps)
+    double accept_length = 1;  // E(steps)
   };
   const Decision& last() const { return last_; }
   const SpecChooserOptions& options() const { return o_; }
@@ -85,8 +85,8 @@ class SpecChooser {
     int64_t n = 0;
   };
   struct Position {
-    double a = 1;  // estimate
-    int64_t n = 0;  // observations since it was last fresh
+    double a = 1;            // estimate
+    int64_t n = 0;           // observations since it was last fresh
     int64_t last_seen = -1;  // step of the last observation
   };
   static int64_t Bucket(int64_t rows);
@@ -108,7 +108,7 @@ class SpecChooser {
   std::vector<Position> pos_;            // [max_steps]
   std::vector<int64_t> last_run_;        // [max_steps + 1] step a setting last ran, -1 never
   int64_t step_ = 0;
-  int32_t probing_ = 0;   // the setting being probed
+  int32_t probing_ = 0;  // the setting being probed
   int32_t probe_left_ = 0;
   Decision last_;
 };

@@ -47,7 +47,8 @@ struct Host {
 
 // Runs `steps` decode steps of `batch` requests through the chooser, feeding it what the host
 // would measure (acceptance drawn at random); returns the setting chosen at each step.
-std::vector<int> Simulate(SpecChooser& c, const Host& h, int64_t batch, int steps, std::mt19937& rng) {
+std::vector<int> Simulate(SpecChooser& c, const Host& h, int64_t batch, int steps,
+                          std::mt19937& rng) {
   std::vector<int> chosen;
   std::uniform_real_distribution<double> u(0, 1);
   for (int k = 0; k < steps; ++k) {
@@ -105,7 +106,9 @@ TEST(SpecChooser, SettlesOnTheKnownBestSetting) {
       {"bandwidth_poor_drafts", Bandwidth({0.1, 0.1, 0.1, 0.1, 0.1}), 1},
       // Verify rows cost as much as decode steps (a small compute-bound model): never speculate.
       {"compute_bound",
-       Host{[](double r) { return 1e-4 * r; }, [](double r) { return 0.4e-4 * r; }, 3e-5,
+       Host{[](double r) { return 1e-4 * r; },
+            [](double r) { return 0.4e-4 * r; },
+            3e-5,
             {1.0, 0.9, 0.8, 0.7, 0.6}},
        1},
       // A batch of 8 on the bandwidth host with middling acceptance.
@@ -132,7 +135,9 @@ TEST(SpecChooser, SettlesOnTheKnownBestSetting) {
 }
 
 TEST(SpecChooser, StopsProbingWhereSpeculationCannotPay) {
-  Host h{[](double r) { return 1e-4 * r; }, [](double r) { return 0.4e-4 * r; }, 3e-5,
+  Host h{[](double r) { return 1e-4 * r; },
+         [](double r) { return 0.4e-4 * r; },
+         3e-5,
          {1.0, 1.0, 1.0, 1.0, 1.0}};
   SpecChooserOptions o;
   SpecChooser c(o);
