@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -373,9 +374,24 @@ VerbRun SetupServe(CLI::App& app) {
   sub->add_flag("--disable-radix-cache", e.disable_radix_cache);
   sub->add_option("--speculative-algorithm", e.speculative_algorithm,
                   "MTP (aliases EAGLE, NEXTN): speculative decoding with the model's MTP layer");
-  sub->add_option("--speculative-num-steps", e.speculative_num_steps,
-                  "draft steps (0 with an algorithm: 3)")
-      ->capture_default_str();
+  sub->add_option_function<std::string>(
+      "--speculative-num-steps",
+      [&e](const std::string& v) {
+        if (v == "auto") {
+          e.speculative_num_steps = kSpeculativeStepsAuto;
+          return;
+        }
+        int32_t n = 0;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec != std::errc() || end != v.data() + v.size() || n < 1) {
+          throw CLI::ValidationError("--speculative-num-steps",
+                                     "expected auto or a count >= 1, got '" + v + "'");
+        }
+        e.speculative_num_steps = n;
+      },
+      "draft steps per verify, or auto (the default with an algorithm): the engine picks 0 (off) "
+      "to --speculative-num-draft-tokens - 1 (default 5) drafts per decode step from measured "
+      "costs and acceptance");
   sub->add_option("--speculative-eagle-topk", e.speculative_eagle_topk, "1 (a draft chain)")
       ->capture_default_str();
   sub->add_option("--speculative-num-draft-tokens", e.speculative_num_draft_tokens,

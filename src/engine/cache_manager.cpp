@@ -12,7 +12,9 @@ CacheManager::CacheManager(const ModelConfig& model, const SchedulerConfig& cfg)
       radix_enabled_(!cfg.disable_radix_cache),
       pool_(cfg.n_pages),
       kv_(model, cfg.page_size, cfg.n_pages, cfg.kv_dtype, cfg.kv_scales),
-      radix_(cfg.page_size, pool_) {}
+      radix_(cfg.page_size, pool_) {
+  if (cfg.spec_steps > 0) mtp_rows_.assign(cfg.n_pages, 0);
+}
 
 bool CacheManager::CanGrow(int64_t seq, int64_t n_positions) const {
   return PagesFor(n_positions) - held_pages(seq) <= obtainable_pages();
@@ -25,7 +27,11 @@ void CacheManager::Grow(int64_t seq, int64_t n_positions) {
   if (pool_.free_pages() < need) radix_.Evict(need - pool_.free_pages());
   // Holds whenever CanGrow did: an unlocked cached page has no other holder, so evicting it
   // frees it.
+  const size_t before = table.size();
   MX_CHECK(pool_.Alloc(need, table));
+  if (!mtp_rows_.empty()) {
+    for (size_t i = before; i < table.size(); ++i) mtp_rows_[table[i]] = 0;
+  }
 }
 
 int64_t CacheManager::Fit(int64_t seq, int64_t start, int64_t n, int64_t extra_pages) const {
@@ -36,6 +42,10 @@ RadixCache::MatchResult CacheManager::LockPrefix(std::span<const int32_t> tokens
   RadixCache::MatchResult m;
   if (!radix_enabled_) return m;
   m = radix_.Match(tokens);
+  if (!mtp_rows_.empty() && want_mtp_rows_ && m.tokens > 0) {
+    const int64_t ok = MtpRowsWritten(m.pages, m.tokens) / page_size_ * page_size_;
+    if (ok < m.tokens) m = radix_.Match(tokens.first(ok));
+  }
   radix_.Lock(m.node);
   return m;
 }
@@ -56,6 +66,24 @@ void CacheManager::Admit(ScheduledRequest& r, const RadixCache::MatchResult& pre
   for (int32_t p : table) pool_.Ref(p);
   r.locked = prefix.node;
   r.kv_len = prefix.tokens;
+  r.mtp_len = mtp_rows_.empty() ? 0 : MtpRowsWritten(table, prefix.tokens);
+}
+
+void CacheManager::MarkMtpRows(const ScheduledRequest& r, int64_t from, int64_t to) {
+  const std::vector<int32_t>& table = kv_.PageTable(r.seq());
+  for (int64_t p = from; p < to; ++p) {
+    int32_t& n = mtp_rows_[table[p / page_size_]];
+    if (n == p % page_size_) n = static_cast<int32_t>(p % page_size_ + 1);
+  }
+}
+
+int64_t CacheManager::MtpRowsWritten(const std::vector<int32_t>& table, int64_t positions) const {
+  int64_t n = 0;
+  for (int32_t page : table) {
+    n += mtp_rows_[page];
+    if (mtp_rows_[page] < page_size_) break;
+  }
+  return std::min(n, positions);
 }
 
 int64_t CacheManager::MatchLength(std::span<const int32_t> tokens) {
@@ -81,6 +109,8 @@ void CacheManager::Release(ScheduledRequest& r, bool cache) {
   for (int32_t p : table) pool_.Unref(p);
   kv_.RemoveSequence(r.seq());
   r.kv_len = 0;
+  r.mtp_len = 0;
+  r.mtp_hidden.clear();
 }
 
 }  // namespace mx

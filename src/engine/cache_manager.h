@@ -43,13 +43,17 @@ class CacheManager {
   // Admission. LockPrefix: the longest cached page-aligned prefix of `tokens`, locked (so it
   // cannot be evicted while the caller decides); nothing when the radix cache is disabled.
   // Either Admit the request with it, or UnlockPrefix it.
+  // Speculative: cached pages whose MTP-layer rows were not all written (the tail of a request
+  // that finished in a verify, or one that ran without drafts) are left out of the prefix (they
+  // are prefilled again) while set_want_mtp_rows(true).
   RadixCache::MatchResult LockPrefix(std::span<const int32_t> tokens);
   void UnlockPrefix(const RadixCache::MatchResult& prefix);
   // Whether a request of n_tokens that starts from `prefix` fits beside `reserved_pages`
   // (pages promised to the running requests' future tokens).
   bool CanAdmit(const RadixCache::MatchResult& prefix, int64_t n_tokens,
                 int64_t reserved_pages) const;
-  // r's page table becomes the prefix's pages (r keeps the prefix's lock); kv_len = its length.
+  // r's page table becomes the prefix's pages (r keeps the prefix's lock); kv_len = its length,
+  // mtp_len = how much of it has MTP-layer rows.
   void Admit(ScheduledRequest& r, const RadixCache::MatchResult& prefix);
   // The length of the longest cached prefix of `tokens` (refreshes its LRU time; no lock).
   int64_t MatchLength(std::span<const int32_t> tokens);
@@ -62,6 +66,14 @@ class CacheManager {
   // Evicts every unlocked cached page; returns the pages freed.
   int64_t Flush() { return radix_.Flush(); }
 
+  // Speculative (SchedulerConfig::spec_steps > 0): per page, how many of its leading rows have
+  // their MTP-layer KV row written. MarkMtpRows: r's rows [from, to) now have theirs (kept only
+  // where contiguous from the page's start). MtpRowsWritten: the leading positions of `table`
+  // (at most `positions`) that have theirs.
+  void MarkMtpRows(const ScheduledRequest& r, int64_t from, int64_t to);
+  int64_t MtpRowsWritten(const std::vector<int32_t>& table, int64_t positions) const;
+  void set_want_mtp_rows(bool want) { want_mtp_rows_ = want; }
+
   const PagePool& pool() const { return pool_; }
   const RadixCache& radix() const { return radix_; }
   PagedKvStore& kv() { return kv_; }
@@ -72,6 +84,8 @@ class CacheManager {
   PagePool pool_;
   PagedKvStore kv_;
   RadixCache radix_;
+  std::vector<int32_t> mtp_rows_;  // [n_pages] with speculation, else empty
+  bool want_mtp_rows_ = true;
 };
 
 }  // namespace mx

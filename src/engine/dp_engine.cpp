@@ -93,6 +93,16 @@ void AddStats(const EngineStats& s, EngineStats* t) {
   };
   add(s.spec_proposed_at, &t->spec_proposed_at);
   add(s.spec_accepted_at, &t->spec_accepted_at);
+  add(s.spec_steps_histogram, &t->spec_steps_histogram);
+  // auto: each replica chooses for its own batch; the group shows the first replica's choice.
+  if (t->spec_steps_histogram.size() == s.spec_steps_histogram.size() && !t->spec_auto) {
+    t->spec_auto = s.spec_auto;
+    t->spec_steps_chosen = s.spec_steps_chosen;
+    t->spec_probe = s.spec_probe;
+    t->spec_estimate_tokens_per_s = s.spec_estimate_tokens_per_s;
+    t->spec_estimate_off_tokens_per_s = s.spec_estimate_off_tokens_per_s;
+    t->spec_estimate_accept_length = s.spec_estimate_accept_length;
+  }
 }
 
 // Unavailable: `what`, then "replica i: <why>" for each replica with a non-ok `why`.

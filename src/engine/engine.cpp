@@ -280,7 +280,12 @@ class EngineImpl final : public Engine {
 
 }  // namespace
 
-static Result<int32_t> SpeculativeSteps(const EngineOptions& o, const ModelConfig& c) {
+struct SpeculativeSetting {
+  int32_t steps = 0;  // the most drafts (0: off)
+  bool automatic = false;
+};
+
+static Result<SpeculativeSetting> SpeculativeSteps(const EngineOptions& o, const ModelConfig& c) {
   std::string algo = o.speculative_algorithm;
   std::transform(algo.begin(), algo.end(), algo.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
@@ -290,7 +295,7 @@ static Result<int32_t> SpeculativeSteps(const EngineOptions& o, const ModelConfi
           "speculative_num_steps / speculative_num_draft_tokens need speculative_algorithm MTP "
           "(or its aliases EAGLE, NEXTN)");
     }
-    return 0;
+    return SpeculativeSetting{};
   }
   if (algo != "MTP" && algo != "EAGLE" && algo != "NEXTN") {
     return InvalidArgument("speculative_algorithm '{}': expected MTP (aliases EAGLE, NEXTN)",
@@ -301,15 +306,25 @@ static Result<int32_t> SpeculativeSteps(const EngineOptions& o, const ModelConfi
         "speculative_algorithm {}: the model has no MTP layer (num_nextn_predict_layers = 0)",
         o.speculative_algorithm);
   }
-  const int32_t steps = o.speculative_num_steps == 0 ? 3 : o.speculative_num_steps;
-  if (steps < 1 || steps > 16) {
-    return InvalidArgument("speculative_num_steps must be in [1, 16], got {}", steps);
-  }
   if (o.speculative_eagle_topk != 1) {
     return InvalidArgument(
         "speculative_eagle_topk {}: only 1 (a draft chain) is supported; draft trees (topk > 1) "
         "are not",
         o.speculative_eagle_topk);
+  }
+  if (o.speculative_num_steps == 0 || o.speculative_num_steps == kSpeculativeStepsAuto) {
+    const int32_t n = o.speculative_num_draft_tokens;
+    if (n != 0 && (n < 2 || n > 17)) {
+      return InvalidArgument(
+          "speculative_num_draft_tokens {} with speculative_num_steps auto: the most tokens per "
+          "verify must be in [2, 17]",
+          n);
+    }
+    return SpeculativeSetting{n == 0 ? kSpeculativeAutoMaxSteps : n - 1, true};
+  }
+  const int32_t steps = o.speculative_num_steps;
+  if (steps < 1 || steps > 16) {
+    return InvalidArgument("speculative_num_steps must be auto or in [1, 16], got {}", steps);
   }
   if (o.speculative_num_draft_tokens != 0 && o.speculative_num_draft_tokens != steps + 1) {
     return InvalidArgument(
@@ -317,7 +332,7 @@ static Result<int32_t> SpeculativeSteps(const EngineOptions& o, const ModelConfi
         "verifies num_steps + 1 = {} tokens",
         o.speculative_num_draft_tokens, steps, steps + 1);
   }
-  return steps;
+  return SpeculativeSetting{steps, false};
 }
 
 Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
@@ -337,7 +352,8 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
   }
   MX_ASSIGN_OR_RETURN(KvCacheDtype dtype, ParseKvCacheDtype(o.kv_cache_dtype));
   const ModelConfig& c = runner->config();
-  MX_ASSIGN_OR_RETURN(int32_t spec_steps, SpeculativeSteps(o, c));
+  MX_ASSIGN_OR_RETURN(SpeculativeSetting spec, SpeculativeSteps(o, c));
+  const int32_t spec_steps = spec.steps;
   const int64_t n_layers = c.num_hidden_layers + (c.num_nextn_predict_layers > 0 ? 1 : 0);
   if (!kv_scales.empty() && static_cast<int64_t>(kv_scales.size()) != n_layers) {
     return InvalidArgument("{} KV scales for {} layers", kv_scales.size(), n_layers);
@@ -377,11 +393,14 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
   sc.eos_ids = std::move(eos_ids);
   sc.context_window = c.max_position_embeddings;
   sc.spec_steps = spec_steps;
+  sc.spec_auto = spec.automatic;
   sc.spec_share_topk = c.index_share_for_mtp_iteration;
   if (spec_steps > 0) {
-    MX_LOG_INFO("speculative decoding: MTP, {} draft steps, topk 1, {} draft tokens{}", spec_steps,
-                spec_steps + 1,
-                sc.spec_share_topk ? " (draft steps reuse the first step's indexer top-k)" : "");
+    MX_LOG_INFO(
+        "speculative decoding: MTP, {} draft steps, topk 1, {} draft tokens{}",
+        spec.automatic ? fmt::format("auto 0..{}", spec_steps) : fmt::to_string(spec_steps),
+        spec.automatic ? fmt::format("up to {}", spec_steps + 1) : fmt::to_string(spec_steps + 1),
+        sc.spec_share_topk ? " (draft steps reuse the first step's indexer top-k)" : "");
   }
   auto e = std::make_unique<EngineImpl>(o, std::move(runner), std::move(tokenizer), std::move(sc));
   e->set_total_pages(n_pages);

@@ -119,9 +119,23 @@ struct EngineStats {
   int64_t spec_tokens_accepted = 0;
   std::vector<int64_t> spec_proposed_at;
   std::vector<int64_t> spec_accepted_at;
+  // The drafts of the last decode step (fixed: the configured steps) and how many decode steps
+  // ran with each count [0..max steps]. spec_auto (--speculative-num-steps auto): whether that
+  // step was a probe, and the chooser's estimates for it: tokens/s with those drafts and with
+  // none, and tokens per verify.
+  bool spec_auto = false;
+  int32_t spec_steps_chosen = 0;
+  bool spec_probe = false;
+  double spec_estimate_tokens_per_s = 0;
+  double spec_estimate_off_tokens_per_s = 0;
+  double spec_estimate_accept_length = 0;
+  std::vector<int64_t> spec_steps_histogram;
   // Data parallelism (--dp > 1): every field above sums the replicas; this lists each one.
   std::vector<DpReplicaStats> dp_replicas;
 };
+
+inline constexpr int32_t kSpeculativeStepsAuto = -1;
+inline constexpr int32_t kSpeculativeAutoMaxSteps = 5;
 
 // Flags with sglang's names and meanings (the CLI maps --page-size, --max-total-tokens, ...).
 struct EngineOptions {
@@ -139,7 +153,9 @@ struct EngineOptions {
   std::string schedule_policy = "fcfs";  // fcfs|lpm
   bool disable_radix_cache = false;
   // Speculative decoding with the model's MTP layer (sglang's flags): algorithm "" = off, or
-  // MTP (aliases EAGLE, NEXTN); num_steps 0 with an algorithm = 3; topk must be 1 (a chain);
+  // MTP (aliases EAGLE, NEXTN); num_steps kSpeculativeStepsAuto (and 0, with an algorithm) =
+  // auto: 0..num_draft_tokens-1 drafts (default 0..kSpeculativeAutoMaxSteps) chosen per decode
+  // step (engine/spec_chooser.h); topk must be 1 (a chain); with a fixed num_steps,
   // num_draft_tokens 0 = num_steps + 1, otherwise it must equal that.
   std::string speculative_algorithm;
   int32_t speculative_num_steps = 0;

@@ -14,7 +14,15 @@ Scheduler::Scheduler(SchedulerConfig cfg, ModelRunner& runner, const tok::Tokeni
       vocab_(runner.config().vocab_size),
       cache_(runner.config(), cfg_),
       output_(cfg_, vocab_, tokenizer_),
-      planner_(cfg_, cache_, waiting_, running_, stats_) {}
+      planner_(cfg_, cache_, waiting_, running_, stats_) {
+  if (cfg_.spec_steps > 0) stats_.spec_steps_histogram.assign(cfg_.spec_steps + 1, 0);
+  if (cfg_.spec_steps > 0 && cfg_.spec_auto) {
+    SpecChooserOptions o = cfg_.spec_chooser;
+    o.max_steps = cfg_.spec_steps;
+    chooser_.emplace(o);
+    stats_.spec_auto = true;
+  }
+}
 
 Scheduler::~Scheduler() { AbortAll(Status(StatusCode::kAborted, "the engine was destroyed")); }
 
@@ -112,7 +120,9 @@ bool Scheduler::Step() {
   std::erase_if(waiting_, [](const ReqPtr& r) { return r->done; });
   std::erase_if(running_, [](const ReqPtr& r) { return r->done; });
 
-  // 2. Decode rows, then prefill chunks and admissions.
+  // 2. Decode rows, then prefill chunks and admissions (a cache hit needs its MTP rows only
+  // where the request may draft).
+  if (chooser_) cache_.set_want_mtp_rows(cfg_.spec_schedule || chooser_->CanPay(1));
   const ScheduledBatch batch = planner_.Plan();
   if (batch.empty()) {
     if (running_.size() > 1) {
@@ -194,6 +204,16 @@ EngineStats Scheduler::stats() const {
   s.kv_pages_total = cache_.pool().total_pages();
   s.kv_page_size = cfg_.page_size;
   for (const auto& r : running_) s.generation_tokens_total += r->n_output();
+  if (chooser_) {
+    const SpecChooser::Decision& d = chooser_->last();
+    s.spec_steps_chosen = d.steps;
+    s.spec_probe = d.probe;
+    s.spec_estimate_tokens_per_s = d.tokens_per_s;
+    s.spec_estimate_off_tokens_per_s = d.off_tokens_per_s;
+    s.spec_estimate_accept_length = d.accept_length;
+  } else if (cfg_.spec_steps > 0) {
+    s.spec_steps_chosen = cfg_.spec_steps;
+  }
   if (s.spec_verify_steps > 0) {
     s.spec_accept_length_mean = static_cast<double>(s.spec_verify_steps + s.spec_tokens_accepted) /
                                 static_cast<double>(s.spec_verify_steps);
@@ -203,7 +223,7 @@ EngineStats Scheduler::stats() const {
 
 std::vector<Scheduler::RunningView> Scheduler::running_view() const {
   std::vector<RunningView> v;
-  for (const auto& r : running_) v.push_back({r->id, r->tokens, r->kv_len});
+  for (const auto& r : running_) v.push_back({r->id, r->tokens, r->kv_len, r->mtp_len});
   return v;
 }
 

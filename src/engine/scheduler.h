@@ -25,6 +25,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -75,6 +76,7 @@ class Scheduler {
     RequestId id;
     std::vector<int32_t> tokens;
     int64_t kv_len;
+    int64_t mtp_len;  // speculative: positions whose MTP-layer KV row is written
   };
   std::vector<RunningView> running_view() const;
 
@@ -104,8 +106,11 @@ class Scheduler {
   // and the next drafts.
   void SpecForward(const ScheduledBatch& batch);
   int32_t Verify(Request& r, std::span<float> logits, int64_t rows);
-  void Draft(const ScheduledBatch& extended, const ForwardOutput& fwd,
-             const std::vector<int64_t>& first_row);
+  // Returns the seconds spent in MTP passes.
+  double Draft(const ScheduledBatch& extended, const ForwardOutput& fwd,
+               const std::vector<int64_t>& first_row);
+  // How many drafts r may have for its next verify (limits of max_tokens, context and pages).
+  int64_t DraftLimit(Request& r, int64_t steps);
 
   SchedulerConfig cfg_;
   ModelRunner& runner_;
@@ -117,6 +122,8 @@ class Scheduler {
   std::vector<ReqPtr> running_;  // in admission order
   std::vector<RequestId> aborts_;
   EngineStats stats_;
+  std::optional<SpecChooser> chooser_;  // spec_auto
+  int64_t spec_decode_steps_ = 0;       // decode steps drafted for (spec_schedule's step)
   BatchPlanner planner_;     // over cache_, waiting_, running_, stats_ (declared above it)
   MaskPrefetcher prefetch_;  // structured-output masks computed during the forward
   Status failure_;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "engine/logits_processor.h"
 #include "engine/request_constraint.h"
 #include "engine/sampler.h"
+#include "engine/spec_chooser.h"
 #include "engine/stop_matcher.h"
 #include "kv/paged_kv_store.h"
 #include "kv/radix_cache.h"
@@ -45,6 +47,17 @@ struct SchedulerConfig {
   // draft steps reuse the first step's indexer top-k (index_share_for_mtp_iteration).
   int32_t spec_steps = 0;
   bool spec_share_topk = false;
+  // --speculative-num-steps auto: spec_steps is the most drafts, and a SpecChooser
+  // (spec_chooser.h) picks 0..spec_steps for every decode step from measured costs and
+  // acceptance. spec_max_lag: how many positions a request's MTP layer may fall behind while
+  // auto runs without drafts (their target hidden states are kept, hidden_size floats each, and
+  // written when drafting resumes); beyond, that request drafts no more.
+  bool spec_auto = false;
+  int64_t spec_max_lag = 256;
+  SpecChooserOptions spec_chooser;
+  // Tests: with spec_auto, the drafts of decode step `step` (counted from 0) are
+  // spec_schedule(chosen, step), clamped to [0, spec_steps], instead of the chooser's `chosen`.
+  std::function<int32_t(int32_t chosen, int64_t step)> spec_schedule;
 };
 
 struct ScheduledRequest {
@@ -64,6 +77,11 @@ struct ScheduledRequest {
   std::optional<StopMatcher> stop;
   GenerationChunk pending;
   std::vector<int32_t> drafts;  // speculative: d_1..d_n to verify after tokens.back()
+  // Speculative: positions whose MTP-layer KV row is written (< mtp_len), and the target's final
+  // hidden states of positions mtp_len..kv_len-1 ([kv_len - mtp_len, D]) kept to write theirs
+  // when drafting resumes. A request with fewer kept rows than that drafts no more.
+  int64_t mtp_len = 0;
+  std::vector<float> mtp_hidden;
   std::optional<RequestConstraint> constraint;  // structured output
 
   explicit ScheduledRequest(const SamplingParams& p) : sampler(p) {}

@@ -13,7 +13,14 @@
 // Drafts are greedy (proposed with probability 1), so rejection sampling accepts d with the
 // target probability p(d) and otherwise draws from p without d: the output distribution is
 // the target's. Greedy outputs are the same tokens as without speculation.
+// auto (SchedulerConfig::spec_auto): the SpecChooser picks the drafts of every decode step from
+// the times measured here. A step without drafts skips the MTP layer; the decoding requests
+// keep their rows' target hidden states (up to spec_max_lag) so that the draft-extend of a
+// later step with drafts writes the MTP rows they missed first. Prefill chunks go through the
+// MTP layer at once while some setting could still pay (SpecChooser::CanPay), else they skip
+// it and that request never drafts.
 #include <algorithm>
+#include <chrono>
 
 #include "base/check.h"
 #include "engine/scheduler.h"
@@ -21,10 +28,24 @@
 
 namespace mx {
 
+namespace {
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+}  // namespace
+
 void Scheduler::SpecForward(const ScheduledBatch& batch) {
+  const Clock::time_point t0 = Clock::now();
   std::vector<bool> verify;  // decoding: the last token and its drafts, logits on every row
-  for (auto [r, n] : batch) verify.push_back(r->remaining() == 1);
+  bool all_decode = true;    // no prefill chunk: the times are those of decode steps
+  int64_t rows = 0;
+  for (auto [r, n] : batch) {
+    verify.push_back(r->remaining() == 1);
+    all_decode = all_decode && verify.back();
+    rows += n;
+  }
   auto out = runner_.ForwardRows(MakeBatch(batch), cache_.kv());
+  const double forward_s = Since(t0);
   if (!out.ok()) {
     ForwardFailed(out.status());
     for (auto [r, n] : batch) Finish(*r, FinishReason::kAbort, out.status());
@@ -33,12 +54,14 @@ void Scheduler::SpecForward(const ScheduledBatch& batch) {
   ScheduledBatch extended;         // rows that became final, from row 0
   std::vector<int64_t> first_row;  // the sequence's first row in `out`
   int64_t li = 0;                  // logit row
+  int64_t emitted = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     auto [r, n] = batch[i];
     std::span<float> logits(out->logits.data() + li * vocab_, (verify[i] ? n : 1) * vocab_);
     int64_t m = n;
     if (verify[i]) {
       m = Verify(*r, logits, n);
+      emitted += m;
       li += n;
     } else {
       FinishChunk(*r, n, logits);
@@ -48,7 +71,11 @@ void Scheduler::SpecForward(const ScheduledBatch& batch) {
     first_row.push_back(out->row_begin[i]);
   }
   MX_CHECK_EQ(li * vocab_, static_cast<int64_t>(out->logits.size()));
-  Draft(extended, *out, first_row);
+  const double mtp_s = Draft(extended, *out, first_row);
+  if (chooser_ && all_decode) {
+    chooser_->ObserveTarget(rows, forward_s);
+    chooser_->ObserveOverhead(emitted, Since(t0) - forward_s - mtp_s);
+  }
 }
 
 int32_t Scheduler::Verify(Request& r, std::span<float> logits, int64_t rows) {
@@ -60,52 +87,114 @@ int32_t Scheduler::Verify(Request& r, std::span<float> logits, int64_t rows) {
     stats_.spec_accepted_at.resize(n_drafts, 0);
   }
   for (int64_t i = 0; i < n_drafts; ++i) ++stats_.spec_proposed_at[i];
-  ++stats_.spec_verify_steps;
+  if (n_drafts > 0) ++stats_.spec_verify_steps;
   stats_.spec_drafts_proposed += n_drafts;
-  int32_t final_rows = 0;
+  int32_t final_rows = 0, compared = 0, accepted = 0;
+  bool finished = false;
   for (int64_t i = 0; i < rows; ++i) {
     ++r.kv_len;  // row i's input token is now part of the sequence
     ++final_rows;
     const int32_t draft = i < n_drafts ? drafts[i] : -1;
     std::span<float> row = logits.subspan(i * vocab_, vocab_);
     const int32_t t = SampleNext(r, row, draft);
+    compared += draft >= 0 ? 1 : 0;
     if (draft >= 0 && t == draft) {
       ++stats_.spec_accepted_at[i];
       ++stats_.spec_tokens_accepted;
+      ++accepted;
     }
-    if (AppendToken(r, t, row)) return final_rows;  // finished (its pages are released)
+    if (AppendToken(r, t, row)) {  // finished (its pages are released)
+      finished = true;
+      break;
+    }
     if (t != draft) break;
   }
-  Emit(r, /*final=*/false);
+  if (chooser_ && compared > 0) chooser_->ObserveVerify(compared, accepted);
+  if (!finished) Emit(r, /*final=*/false);
   return final_rows;
 }
 
-void Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd,
-                      const std::vector<int64_t>& first_row) {
+int64_t Scheduler::DraftLimit(Request& r, int64_t steps) {
+  int64_t n = steps;
+  n = std::min<int64_t>(n, r.req.max_tokens - r.n_output() - 1);
+  n = std::min<int64_t>(n, cfg_.context_window - static_cast<int64_t>(r.tokens.size()));
+  // The next verify needs rows kv_len..kv_len+n: their pages, or whatever the pages already
+  // held allow.
+  if (n > 0) {
+    if (cache_.CanGrow(r.seq(), r.kv_len + 1 + n)) {
+      cache_.Grow(r.seq(), r.kv_len + 1 + n);
+    } else {
+      n = cache_.Fit(r.seq(), r.kv_len + 1, n, /*extra_pages=*/0);
+    }
+  }
+  return n;
+}
+
+double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd,
+                        const std::vector<int64_t>& first_row) {
   const int64_t D = runner_.config().hidden_size;
-  // Draft-extend over the rows that became final, as (h_p, x_{p+1}) at position p.
+  // The drafts of the next decode step, and whether the MTP layer's rows are kept up.
+  int64_t decoding = 0;
+  for (auto [r, m] : extended) decoding += !r->done && r->remaining() == 1 ? 1 : 0;
+  int32_t steps = cfg_.spec_steps;
+  bool keep = true;
+  if (chooser_) {
+    steps = decoding > 0 ? chooser_->Choose(decoding) : 0;
+    keep = steps > 0 || chooser_->CanPay(std::max<int64_t>(decoding, 1));
+    if (cfg_.spec_schedule && decoding > 0) {
+      steps = std::clamp(cfg_.spec_schedule(steps, spec_decode_steps_), 0, cfg_.spec_steps);
+    }
+    keep = keep || cfg_.spec_schedule != nullptr;
+  }
+  spec_decode_steps_ += decoding > 0 ? 1 : 0;
+  if (decoding > 0) ++stats_.spec_steps_histogram[steps];
+  // Draft-extend over the rows that became final (and those a request's MTP layer missed while
+  // it ran without drafts), as (h_p, x_{p+1}) at position p.
   MtpBatch mb;
+  mb.last_logits = true;
   std::vector<Request*> reqs;
   for (size_t k = 0; k < extended.size(); ++k) {
     auto [r, m] = extended[k];
     if (r->done) continue;
     const int64_t start = r->kv_len - m;
     MX_CHECK_GE(static_cast<int64_t>(r->tokens.size()), r->kv_len + 1);
+    const std::span<const float> rows(fwd.final_hidden.data() + first_row[k] * D, m * D);
+    if (static_cast<int64_t>(r->mtp_hidden.size()) != (start - r->mtp_len) * D) {
+      r->mtp_hidden.clear();  // it missed rows it cannot catch up on: it drafts no more
+      continue;
+    }
+    const bool decode = r->remaining() == 1;
+    if (decode ? steps == 0 : !keep) {
+      if (keep && r->kv_len - r->mtp_len <= cfg_.spec_max_lag) {
+        r->mtp_hidden.insert(r->mtp_hidden.end(), rows.begin(), rows.end());
+      } else {
+        r->mtp_hidden.clear();
+      }
+      continue;
+    }
     MtpSequenceInput s;
     s.seq = r->seq();
-    s.start_pos = start;
-    s.tokens.assign(r->tokens.begin() + start + 1, r->tokens.begin() + r->kv_len + 1);
-    s.hidden.assign(fwd.final_hidden.begin() + first_row[k] * D,
-                    fwd.final_hidden.begin() + (first_row[k] + m) * D);
+    s.start_pos = r->mtp_len;
+    s.tokens.assign(r->tokens.begin() + r->mtp_len + 1, r->tokens.begin() + r->kv_len + 1);
+    s.hidden = std::move(r->mtp_hidden);
+    r->mtp_hidden.clear();
+    s.hidden.insert(s.hidden.end(), rows.begin(), rows.end());
     mb.seqs.push_back(std::move(s));
     reqs.push_back(r);
   }
-  if (mb.seqs.empty()) return;
+  if (mb.seqs.empty()) return 0;
+  Clock::time_point t0 = Clock::now();
   auto ext = runner_.ForwardMtp(mb, cache_.kv());
+  double mtp_s = Since(t0);
   if (!ext.ok()) {
     ForwardFailed(ext.status());
     for (Request* r : reqs) Finish(*r, FinishReason::kAbort, ext.status());
-    return;
+    return mtp_s;
+  }
+  if (chooser_) chooser_->ObserveMtp(ext->row_begin.back(), mtp_s);
+  for (Request* r : reqs) {
+    cache_.MarkMtpRows(*r, r->mtp_len, r->kv_len);
+    r->mtp_len = r->kv_len;
   }
   // The first draft of every decoding request, and how many it may have.
   struct Chain {
@@ -120,21 +209,10 @@ void Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd,
   for (size_t k = 0; k < reqs.size(); ++k) {
     Request& r = *reqs[k];
     if (r.remaining() != 1) continue;  // mid-prefill
-    int64_t n = cfg_.spec_steps;
-    n = std::min<int64_t>(n, r.req.max_tokens - r.n_output() - 1);
-    n = std::min<int64_t>(n, cfg_.context_window - static_cast<int64_t>(r.tokens.size()));
-    // The next verify needs rows kv_len..kv_len+n: their pages, or whatever the pages already
-    // held allow.
-    if (n > 0) {
-      if (cache_.CanGrow(r.seq(), r.kv_len + 1 + n)) {
-        cache_.Grow(r.seq(), r.kv_len + 1 + n);
-      } else {
-        n = cache_.Fit(r.seq(), r.kv_len + 1, n, /*extra_pages=*/0);
-      }
-    }
+    const int64_t n = DraftLimit(r, steps);
     if (n <= 0) continue;
     const int64_t last = ext->row_begin[k + 1] - 1;
-    const std::span<const float> row(ext->logits.data() + last * vocab_, vocab_);
+    const std::span<const float> row(ext->logits.data() + k * vocab_, vocab_);  // last_logits
     r.drafts.push_back(Argmax(row));
     Chain c{&r, n, {}, {}};
     c.hidden.assign(ext->hidden.begin() + last * D, ext->hidden.begin() + (last + 1) * D);
@@ -144,7 +222,7 @@ void Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd,
     chains.push_back(std::move(c));
   }
   // Steps 2..n: one row per chain, one position further each.
-  for (int64_t j = 2; j <= cfg_.spec_steps; ++j) {
+  for (int64_t j = 2; j <= steps; ++j) {
     MtpBatch step;
     std::vector<Chain*> live;
     for (Chain& c : chains) {
@@ -159,12 +237,16 @@ void Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd,
       live.push_back(&c);
     }
     if (step.seqs.empty()) break;
+    t0 = Clock::now();
     auto o = runner_.ForwardMtp(step, cache_.kv());
+    const double pass_s = Since(t0);
+    mtp_s += pass_s;
     if (!o.ok()) {
       ForwardFailed(o.status());
       for (Chain* c : live) Finish(*c->r, FinishReason::kAbort, o.status());
-      return;
+      return mtp_s;
     }
+    if (chooser_) chooser_->ObserveMtp(static_cast<int64_t>(live.size()), pass_s);
     for (size_t k = 0; k < live.size(); ++k) {
       const std::span<const float> row(o->logits.data() + k * vocab_, vocab_);
       live[k]->r->drafts.push_back(Argmax(row));
@@ -175,6 +257,7 @@ void Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd,
   for (Chain& c : chains) {
     if (c.r->constraint) c.r->constraint->TrimDrafts(&c.r->drafts);
   }
+  return mtp_s;
 }
 
 }  // namespace mx

@@ -19,6 +19,7 @@
 #include "engine/engine.h"
 #include "engine/engine_factory.h"
 #include "engine/engine_test_util.h"
+#include "engine/model_factory.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "kernels/kernels.h"
@@ -301,6 +302,230 @@ TEST(Speculative, RollbackLeavesCachesAsAFreshPrefill) {
   }
 }
 
+// --speculative-num-steps auto with a scripted schedule of drafts per decode step (the
+// scheduler's test hook; the chooser itself is tested in spec_chooser_test.cpp): greedy outputs
+// stay those without speculation while the drafts change mid-request (0 = no MTP pass, the
+// skipped rows written later by a catch-up), and the MTP layer's rows that the catch-up writes
+// are those of a fresh prefill.
+struct AutoRun {
+  std::vector<std::vector<int32_t>> tokens;  // per prompt
+  EngineStats stats;
+  int64_t caught_up = 0;  // steps where a request's MTP rows had lagged and then caught up
+};
+
+class TokenSink final : public ChunkSink {
+ public:
+  void Push(GenerationChunk c) override {
+    tokens.insert(tokens.end(), c.tokens.begin(), c.tokens.end());
+    if (c.finish != FinishReason::kNone) finished = true;
+    if (!c.error.ok()) error = c.error;
+  }
+  std::vector<int32_t> tokens;
+  bool finished = false;
+  Status error;
+};
+
+SchedulerConfig AutoConfig(const ModelConfig& cfg, KvCacheDtype kv) {
+  SchedulerConfig sc;
+  sc.page_size = 4;
+  sc.n_pages = 2048;
+  sc.kv_dtype = kv;
+  sc.context_window = cfg.max_position_embeddings;
+  sc.spec_steps = 5;
+  sc.spec_auto = true;
+  sc.spec_share_topk = cfg.index_share_for_mtp_iteration;
+  sc.chunked_prefill_size = 32;  // as Options(): the same chunks, the same numerics
+  return sc;
+}
+
+// The runner an engine of Options(dir, ...) drives (tuned MoE configs and all), so that its
+// outputs can be compared token for token with that engine's.
+std::unique_ptr<ModelRunner> EngineRunner(const std::string& dir, ModelConfig* cfg,
+                                          std::vector<int32_t>* eos_ids) {
+  ModelLoadOptions lo;
+  lo.model_dir = dir;
+  lo.log_moe_tuning = false;
+  auto loaded = LoadModel(lo);
+  EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+  if (!loaded.ok()) return nullptr;
+  *cfg = loaded->model->config();
+  *eos_ids = loaded->eos_ids;
+  auto runner = MakeModelRunner(*loaded, 1);
+  EXPECT_TRUE(runner.ok()) << runner.status().ToString();
+  return runner.ok() ? std::move(*runner) : nullptr;
+}
+
+AutoRun RunAuto(ModelRunner& runner, SchedulerConfig sc,
+                const std::vector<std::vector<int32_t>>& prompts, int32_t max_tokens, bool batched,
+                const SamplingParams* sampling = nullptr) {
+  Scheduler sched(std::move(sc), runner, nullptr);
+  AutoRun out;
+  std::vector<std::shared_ptr<TokenSink>> sinks;
+  std::map<RequestId, int64_t> lag;  // kv_len - mtp_len after the previous step
+  auto drain = [&] {
+    while (sched.Step()) {
+      for (const auto& v : sched.running_view()) {
+        const int64_t now = v.kv_len - v.mtp_len;
+        if (lag[v.id] > 0 && now == 0) ++out.caught_up;
+        lag[v.id] = now;
+      }
+    }
+  };
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    sinks.push_back(std::make_shared<TokenSink>());
+    GenerationRequest r = Greedy(prompts[i], max_tokens);
+    if (sampling != nullptr) {
+      r.sampling = *sampling;
+      r.sampling.seed = sampling->seed + i + 1;
+      r.ignore_eos = true;
+    }
+    sched.Add(static_cast<RequestId>(i + 1), r, sinks.back(), Clock::now());
+    if (!batched) drain();
+  }
+  drain();
+  for (const auto& s : sinks) {
+    EXPECT_TRUE(s->finished);
+    EXPECT_TRUE(s->error.ok()) << s->error.ToString();
+    out.tokens.push_back(s->tokens);
+  }
+  out.stats = sched.stats();
+  return out;
+}
+
+// Drafts per decode step: off, several, off for a while, one, the most, ...
+int32_t Scripted(int32_t /*chosen*/, int64_t step) {
+  static constexpr int32_t kCycle[] = {0, 2, 0, 0, 5, 1, 3, 0, 0, 0, 4, 2, 0, 1};
+  return kCycle[step % std::size(kCycle)];
+}
+
+TEST(SpeculativeAuto, GreedyIdenticalWhileTheDraftsChangeMidRequest) {
+  for (const std::string& dir : {kBundled, kTinyGlm52}) {
+    ModelConfig cfg;
+    std::vector<int32_t> eos;
+    auto runner = EngineRunner(dir, &cfg, &eos);
+    ASSERT_TRUE(runner);
+    auto base = Make(Options(dir, "bf16", 0));
+    ASSERT_TRUE(base);
+    const int n = kSanitized ? 3 : 24;
+    const auto prompts = dir == kBundled ? ArithPrompts(n) : RandomPrompts(n, 300, 13);
+    const int32_t max_tokens = kSanitized ? 12 : 32;
+    const auto want = Generate(*base, prompts, max_tokens, /*batched=*/false);
+    for (const bool batched : {false, true}) {
+      SchedulerConfig sc = AutoConfig(cfg, KvCacheDtype::kBf16);
+      sc.eos_ids = eos;
+      sc.spec_schedule = Scripted;
+      const AutoRun got = RunAuto(*runner, sc, prompts, max_tokens, batched);
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        EXPECT_EQ(got.tokens[i], want[i]) << dir << " prompt " << i << " batched " << batched;
+      }
+      // Every setting of the script ran, and requests that skipped the MTP layer caught up.
+      const auto& h = got.stats.spec_steps_histogram;
+      ASSERT_EQ(h.size(), 6u);
+      for (int s : {0, 1, 2, 3, 4, 5}) EXPECT_GT(h[s], 0) << dir << " steps " << s;
+      EXPECT_GT(got.caught_up, 0) << dir;
+      if (dir == kBundled) EXPECT_GT(got.stats.spec_tokens_accepted, 0);
+      EXPECT_TRUE(got.stats.spec_auto);
+    }
+    // A lag limit of 1: requests that skip two MTP rows draft no more, and still decode the same.
+    SchedulerConfig sc = AutoConfig(cfg, KvCacheDtype::kBf16);
+    sc.eos_ids = eos;
+    sc.spec_schedule = Scripted;
+    sc.spec_max_lag = 1;
+    const AutoRun capped = RunAuto(*runner, sc, prompts, max_tokens, /*batched=*/true);
+    for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(capped.tokens[i], want[i]) << dir;
+  }
+}
+
+// With the chooser itself deciding (whatever this host's timings make it choose), outputs are
+// those without speculation.
+TEST(SpeculativeAuto, GreedyIdenticalWithTheChooserDeciding) {
+  ModelConfig cfg;
+  std::vector<int32_t> eos;
+  auto runner = EngineRunner(kBundled, &cfg, &eos);
+  ASSERT_TRUE(runner);
+  auto base = Make(Options(kBundled, "bf16", 0));
+  ASSERT_TRUE(base);
+  const auto prompts = ArithPrompts(kSanitized ? 3 : 24);
+  const auto want = Generate(*base, prompts, 32, /*batched=*/false);
+  SchedulerConfig sc = AutoConfig(cfg, KvCacheDtype::kBf16);
+  sc.eos_ids = eos;
+  sc.spec_chooser.reprobe_interval = 8;  // probes often
+  sc.spec_chooser.probe_steps = 2;
+  for (const bool batched : {false, true}) {
+    const AutoRun got = RunAuto(*runner, sc, prompts, 32, batched);
+    for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got.tokens[i], want[i]) << i;
+    int64_t steps = 0;
+    for (int64_t c : got.stats.spec_steps_histogram) steps += c;
+    EXPECT_GT(steps, 0);
+  }
+  // The engine's flag: auto is the default with an algorithm and without steps.
+  EngineOptions o = Options(kBundled, "bf16", 0);
+  o.speculative_algorithm = "NEXTN";
+  auto e = Make(o);
+  ASSERT_TRUE(e);
+  const auto via_engine = Generate(*e, prompts, 32, /*batched=*/true);
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(via_engine[i], want[i]) << i;
+  EXPECT_TRUE(e->Stats().spec_auto);
+  EXPECT_EQ(e->Stats().spec_steps_histogram.size(),
+            static_cast<size_t>(kSpeculativeAutoMaxSteps + 1));
+}
+
+// Under the script, the MTP layer's rows that a request has (positions < mtp_len, the ones
+// written late by a catch-up included) equal those of one fresh prefill over its tokens.
+TEST(SpeculativeAuto, CaughtUpMtpRowsAreThoseOfAFreshPrefill) {
+  auto model = Model::Load(kBundled);
+  ASSERT_TRUE(model.ok());
+  const ModelConfig cfg = (*model)->config();
+  const KernelTable& kt = SelectKernels();
+  auto runner = MakeModelRunner(std::move(*model), kt, 1);
+  auto fresh_model = Model::Load(kBundled);
+  ASSERT_TRUE(fresh_model.ok());
+  ThreadPool pool(1);
+  SchedulerConfig sc = AutoConfig(cfg, KvCacheDtype::kF32);
+  sc.spec_schedule = Scripted;
+  Scheduler sched(sc, *runner, nullptr);
+  const auto prompts = ArithPrompts(3);
+  std::vector<std::shared_ptr<TokenSink>> sinks;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    sinks.push_back(std::make_shared<TokenSink>());
+    GenerationRequest r = Greedy(prompts[i], 40);
+    r.ignore_eos = true;
+    sched.Add(static_cast<RequestId>(i + 1), r, sinks.back(), Clock::now());
+  }
+  const int64_t W = cfg.mla_cache_values(), L = cfg.num_hidden_layers;
+  int64_t compared = 0, lagging = 0;
+  while (sched.Step()) {
+    for (const auto& v : sched.running_view()) {
+      if (static_cast<int64_t>(v.tokens.size()) != v.kv_len + 1 || v.kv_len < 2) continue;
+      lagging += v.mtp_len < v.kv_len ? 1 : 0;
+      if (v.mtp_len < 2) continue;
+      ContiguousKvStore fresh(cfg, v.kv_len + 1);
+      const int64_t seq = fresh.AddSequence();
+      ForwardBatch fb;
+      SequenceInput in;
+      in.seq = seq;
+      in.tokens.assign(v.tokens.begin(), v.tokens.begin() + v.kv_len);
+      in.mtp_next.assign(v.tokens.begin() + 1, v.tokens.begin() + v.kv_len + 1);
+      fb.seqs.push_back(in);
+      auto out = (*fresh_model)->Forward(fb, ForwardOptions(), fresh, kt, pool);
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      std::vector<float> a(W);
+      for (int64_t p = 0; p < v.mtp_len; ++p) {
+        sched.kv_store().ReadMlaRow(static_cast<int64_t>(v.id), L, p, a.data());
+        const float* b = fresh.MlaRow(seq, L, p);
+        for (int64_t k = 0; k < W; ++k) {
+          ASSERT_LE(std::abs(a[k] - b[k]) / (1.0 + std::abs(b[k])), 1e-4)
+              << "MTP layer pos " << p << " of " << v.mtp_len << " value " << k;
+        }
+      }
+      ++compared;
+    }
+  }
+  for (const auto& s : sinks) EXPECT_TRUE(s->finished);
+  EXPECT_GT(compared, 20);
+  EXPECT_GT(lagging, 0);  // the script's steps without drafts left rows to catch up
+}
+
 // Critical value of chi-square with `df` degrees of freedom at p = 0.001 (Wilson-Hilferty).
 double ChiSquareCritical(int df) {
   const double z = 3.090232, k = static_cast<double>(df);
@@ -395,28 +620,17 @@ TEST(Speculative, RejectionSamplingMatchesTheTargetDistribution) {
   EXPECT_EQ(s.SampleSpeculative(logits, (top + 1) % 64), top);
 }
 
-// End to end at temperature 2.5 (top-4, so that several outcomes are likely): the first two
-// generated tokens of 20,000 seeded requests, the second one drawn by verifying an MTP draft,
-// follow the target joint distribution computed from the model's own logits.
-TEST(Speculative, SampledOutputsFollowTheTargetDistribution) {
-  EngineOptions o = Options(kBundled, "f32", 2);
-  o.max_running_requests = 64;
-  auto e = Make(o);
-  ASSERT_TRUE(e);
-  const std::vector<int32_t> prompt = ArithPrompts(1)[0];
-  SamplingParams sp;
-  sp.temperature = 2.5f;
-  sp.top_k = 4;
-  // Exact target: p(t1 | prompt) · p(t2 | prompt, t1) over the top-4 filtered distributions.
-  auto model = Model::Load(kBundled);
-  ASSERT_TRUE(model.ok());
-  const ModelConfig& cfg = (*model)->config();
+// Exact target of the first two sampled tokens: p(t1 | prompt) · p(t2 | prompt, t1) over the
+// filtered distributions, keyed t1 · vocab + t2.
+std::map<int64_t, double> TargetJoint(const Model& model, const std::vector<int32_t>& prompt,
+                                      const SamplingParams& sp) {
+  const ModelConfig& cfg = model.config();
   ThreadPool pool(1);
   auto next = [&](const std::vector<int32_t>& toks) {
     ContiguousKvStore kv(cfg, static_cast<int64_t>(toks.size()));
     ForwardBatch fb;
     fb.seqs.push_back({kv.AddSequence(), 0, toks, {}});
-    auto out = (*model)->Forward(fb, ForwardOptions(), kv, SelectKernels(), pool);
+    auto out = model.Forward(fb, ForwardOptions(), kv, SelectKernels(), pool);
     EXPECT_TRUE(out.ok());
     return Sampler(sp).Filter(out->logits);
   };
@@ -430,6 +644,25 @@ TEST(Speculative, SampledOutputsFollowTheTargetDistribution) {
       want[int64_t{c1.ids[i]} * cfg.vocab_size + c2.ids[j]] = c1.p[i] * c2.p[j];
     }
   }
+  return want;
+}
+
+// End to end at temperature 2.5 (top-4, so that several outcomes are likely): the first two
+// generated tokens of 20,000 seeded requests, the second one drawn by verifying an MTP draft,
+// follow the target joint distribution computed from the model's own logits.
+TEST(Speculative, SampledOutputsFollowTheTargetDistribution) {
+  EngineOptions o = Options(kBundled, "f32", 2);
+  o.max_running_requests = 64;
+  auto e = Make(o);
+  ASSERT_TRUE(e);
+  const std::vector<int32_t> prompt = ArithPrompts(1)[0];
+  SamplingParams sp;
+  sp.temperature = 2.5f;
+  sp.top_k = 4;
+  auto model = Model::Load(kBundled);
+  ASSERT_TRUE(model.ok());
+  const ModelConfig& cfg = (*model)->config();
+  const std::map<int64_t, double> want = TargetJoint(**model, prompt, sp);
   const int n = kSanitized ? 500 : 20000;
   std::map<int64_t, int> seen;
   for (int base = 0; base < n; base += 500) {
@@ -460,6 +693,52 @@ TEST(Speculative, SampledOutputsFollowTheTargetDistribution) {
   EXPECT_LT(st.spec_tokens_accepted, st.spec_drafts_proposed);
 }
 
+// The end-to-end chi-square test under auto with the script: the second token of each request
+// is drawn with or without a draft to verify (the script alternates), the distribution is the
+// target's either way.
+TEST(SpeculativeAuto, SampledOutputsFollowTheTargetDistributionWhileTheDraftsChange) {
+  auto model = Model::Load(kBundled);
+  ASSERT_TRUE(model.ok());
+  const ModelConfig cfg = (*model)->config();
+  auto runner = MakeModelRunner(std::move(*model), SelectKernels(), 1);
+  const std::vector<int32_t> prompt = ArithPrompts(1)[0];
+  SamplingParams sp;
+  sp.temperature = 2.5f;
+  sp.top_k = 4;
+  auto ref = Model::Load(kBundled);
+  ASSERT_TRUE(ref.ok());
+  const std::map<int64_t, double> want = TargetJoint(**ref, prompt, sp);
+  const int n = kSanitized ? 200 : 20000;
+  const int per_batch = kSanitized ? 100 : 250;
+  std::map<int64_t, int> seen;
+  int64_t accepted = 0, proposed = 0;
+  for (int base = 0; base < n; base += per_batch) {
+    SchedulerConfig sc = AutoConfig(cfg, KvCacheDtype::kF32);
+    sc.n_pages = 8192;
+    sc.max_running_requests = per_batch / 2;  // two waves: each meets other steps of the script
+    const int64_t offset = base / per_batch;
+    sc.spec_schedule = [offset](int32_t, int64_t step) {
+      return static_cast<int32_t>((step + offset) % 2 == 0 ? 0 : 2);
+    };
+    std::vector<std::vector<int32_t>> prompts(per_batch, prompt);
+    SamplingParams s = sp;
+    s.seed = static_cast<uint64_t>(base) * 7919;
+    const AutoRun got = RunAuto(*runner, sc, prompts, 3, /*batched=*/true, &s);
+    for (const auto& t : got.tokens) {
+      ASSERT_GE(t.size(), 2u);
+      ++seen[int64_t{t[0]} * cfg.vocab_size + t[1]];
+    }
+    accepted += got.stats.spec_tokens_accepted;
+    proposed += got.stats.spec_drafts_proposed;
+  }
+  int df = 0;
+  const double stat = ChiSquare(want, seen, n, &df);
+  ASSERT_GT(df, 1);
+  EXPECT_LT(stat, ChiSquareCritical(df)) << "df " << df;
+  EXPECT_GT(accepted, n / 40);
+  EXPECT_LT(accepted, proposed);
+}
+
 TEST(Speculative, UnsupportedCombinationsAreRefusedAtStart) {
   auto refused = [](EngineOptions o, const std::string& needle) {
     auto e = CreateEngine(o);
@@ -481,6 +760,18 @@ TEST(Speculative, UnsupportedCombinationsAreRefusedAtStart) {
   refused(o, "MEDUSA");
   o = Options(kTiny, "bf16", 40);
   refused(o, "[1, 16]");
+  // auto: the most tokens per verify (num_draft_tokens) must leave room for 1..16 drafts.
+  for (int32_t bad : {1, 18}) {
+    o = Options(kTiny, "bf16", 0);
+    o.speculative_algorithm = "MTP";
+    o.speculative_num_steps = kSpeculativeStepsAuto;
+    o.speculative_num_draft_tokens = bad;
+    refused(o, "[2, 17]");
+  }
+  o = Options(kTiny, "bf16", 0);
+  o.speculative_algorithm = "MTP";
+  o.speculative_num_steps = -7;
+  refused(o, "auto or in [1, 16]");
   for (const char* alias : {"EAGLE", "nextn", "MTP"}) {
     o = Options(kTiny, "bf16", 3);
     o.speculative_algorithm = alias;

@@ -107,6 +107,7 @@ std::vector<std::byte> Encode(const StepHeader& s, const ForwardBatch& fwd, cons
     w.Vec(q.hidden);
     w.Vec(q.topk);
   }
+  w.Pod(static_cast<uint8_t>(mtp.last_logits));
   w.Pod(static_cast<int64_t>(s.kv.tables.size()));
   for (const auto& t : s.kv.tables) w.Vec(t);
   return std::move(w.bytes());
@@ -133,6 +134,9 @@ Result<Step> Decode(std::span<const std::byte> bytes) {
     MtpSequenceInput& q = s.mtp.seqs.emplace_back();
     ok = r.Pod(q.seq) && r.Pod(q.start_pos) && r.Vec(q.tokens) && r.Vec(q.hidden) && r.Vec(q.topk);
   }
+  uint8_t last_logits = 0;
+  ok = ok && r.Pod(last_logits);
+  s.mtp.last_logits = last_logits != 0;
   ok = ok && r.Pod(n) && n >= 0;
   for (int64_t i = 0; ok && i < n; ++i) ok = r.Vec(s.kv.tables.emplace_back());
   if (!ok || !r.done() || s.op < StepHeader::kForward || s.op > StepHeader::kStop) {

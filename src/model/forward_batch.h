@@ -96,11 +96,14 @@ struct MtpSequenceInput {
 
 struct MtpBatch {
   std::vector<MtpSequenceInput> seqs;
+  // Logits for each sequence's last row only (a draft-extend needs just the first draft; the
+  // lm_head over every row would be most of the pass).
+  bool last_logits = false;
 };
 
 struct MtpOutput {
   std::vector<int64_t> row_begin;  // [n_seqs + 1]
-  std::vector<float> logits;       // [R, V]
+  std::vector<float> logits;       // [R, V], or [n_seqs, V] with MtpBatch::last_logits
   std::vector<float> hidden;       // [R, D] after shared_head.norm (the next step's h)
   std::vector<int32_t> topk;       // [R, K] the selection used (empty without an indexer)
 };

@@ -223,7 +223,7 @@ Result<ForwardOutput> Model::Forward(const ForwardBatch& batch, const ForwardOpt
 Status Model::MtpLayer(const LayerContext& ctx, const std::vector<int32_t>& next,
                        const std::vector<const float*>& h, std::vector<int32_t>& topk,
                        bool reuse_topk, RouterChoice* trace, std::vector<float>& hidden,
-                       std::vector<float>& logits) const {
+                       std::vector<float>& logits, const std::vector<int64_t>* logit_rows) const {
   const ModelConfig& c = config_;
   const int64_t D = c.hidden_size, V = c.vocab_size, L = c.num_hidden_layers;
   const float eps = static_cast<float>(c.rms_norm_eps);
@@ -245,8 +245,17 @@ Status Model::MtpLayer(const LayerContext& ctx, const std::vector<int32_t>& next
   for (int64_t i = 0; i < R; ++i) {
     ctx.kt.rms_norm(u.data() + i * D, mw.shared_head_norm.data(), eps, D, hidden.data() + i * D);
   }
-  MX_RETURN_IF_ERROR(LmHead(ctx, hidden.data(), R, logits));
-  return CheckFinite(logits.data(), R * V, V, "the MTP logits");
+  if (logit_rows == nullptr) {
+    MX_RETURN_IF_ERROR(LmHead(ctx, hidden.data(), R, logits));
+    return CheckFinite(logits.data(), R * V, V, "the MTP logits");
+  }
+  const auto n = static_cast<int64_t>(logit_rows->size());
+  std::vector<float> y(n * D);  // [n, D]
+  for (int64_t i = 0; i < n; ++i) {
+    std::copy_n(hidden.data() + (*logit_rows)[i] * D, D, y.data() + i * D);
+  }
+  MX_RETURN_IF_ERROR(LmHead(ctx, y.data(), n, logits));
+  return CheckFinite(logits.data(), n * V, V, "the MTP logits");
 }
 
 Status Model::LmHead(const LayerContext& ctx, const float* x, int64_t n,
@@ -322,8 +331,12 @@ Result<MtpOutput> Model::ForwardMtp(const MtpBatch& batch, KvStore& kv, const Ke
     return InvalidArgument("MTP batch: either every sequence gives its top-k or none does");
   }
   FillRopeTables(ctx);
-  MX_RETURN_IF_ERROR(
-      MtpLayer(ctx, next, h, topk, /*reuse_topk=*/with_topk > 0, nullptr, out.hidden, out.logits));
+  std::vector<int64_t> last_rows;  // with last_logits: each sequence's last row
+  for (size_t s = 1; batch.last_logits && s < out.row_begin.size(); ++s) {
+    last_rows.push_back(out.row_begin[s] - 1);
+  }
+  MX_RETURN_IF_ERROR(MtpLayer(ctx, next, h, topk, /*reuse_topk=*/with_topk > 0, nullptr, out.hidden,
+                              out.logits, batch.last_logits ? &last_rows : nullptr));
   out.topk = std::move(topk);
   return out;
 }

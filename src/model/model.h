@@ -68,11 +68,12 @@ class Model {
                 std::vector<float>& logits) const;
 
   // §3.11 over ctx's rows: (h[i], next[i]) -> hidden [R, D] (post shared_head.norm) and
-  // logits [R, V]; `topk` is the MTP indexer's selection (given when reuse_topk).
+  // logits [R, V] (or only of the rows in `logit_rows`, when not null); `topk` is the MTP
+  // indexer's selection (given when reuse_topk).
   Status MtpLayer(const LayerContext& ctx, const std::vector<int32_t>& next,
                   const std::vector<const float*>& h, std::vector<int32_t>& topk, bool reuse_topk,
-                  RouterChoice* trace, std::vector<float>& hidden,
-                  std::vector<float>& logits) const;
+                  RouterChoice* trace, std::vector<float>& hidden, std::vector<float>& logits,
+                  const std::vector<int64_t>* logit_rows = nullptr) const;
 
   Model(ModelConfig config, Checkpoint ckpt) : config_(std::move(config)), ckpt_(std::move(ckpt)) {}
 

@@ -96,6 +96,13 @@ class FakeEngine : public Engine {
     s.spec_proposed_at = {10, 10};
     s.spec_accepted_at = {8, 4};
     s.spec_accept_length_mean = 2.2;
+    // ... under --speculative-num-steps auto: 3 drafts chosen, after 7 steps off and 5 with 3.
+    s.spec_auto = true;
+    s.spec_steps_chosen = 3;
+    s.spec_estimate_tokens_per_s = 150;
+    s.spec_estimate_off_tokens_per_s = 100;
+    s.spec_estimate_accept_length = 2.5;
+    s.spec_steps_histogram = {7, 0, 0, 5};
     return s;
   }
   void FlushCache() override {

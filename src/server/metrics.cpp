@@ -115,6 +115,23 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
             [](const MV& m) { return m.stats.spec_drafts_proposed; });
   per_model("spec_accepted_tokens_total", "counter", "MTP draft tokens accepted.",
             [](const MV& m) { return m.stats.spec_tokens_accepted; });
+  per_model("spec_num_steps", "gauge",
+            "Draft tokens per request of the last decode step (auto: as chosen; 0: off).",
+            [](const MV& m) { return m.stats.spec_steps_chosen; });
+  per_model("spec_auto_estimate_tokens_per_second", "gauge",
+            "--speculative-num-steps auto: estimated decode tokens/s of the chosen drafts.",
+            [](const MV& m) { return m.stats.spec_estimate_tokens_per_s; });
+  per_model("spec_auto_estimate_off_tokens_per_second", "gauge",
+            "--speculative-num-steps auto: estimated decode tokens/s without drafts.",
+            [](const MV& m) { return m.stats.spec_estimate_off_tokens_per_s; });
+  head("spec_steps_chosen_total", "counter", "Decode steps run with each number of drafts.");
+  for (const auto& m : models) {
+    const auto& h = m.stats.spec_steps_histogram;
+    for (size_t i = 0; i < h.size(); ++i) {
+      out += fmt::format("mxserve:spec_steps_chosen_total{{model=\"{}\",steps=\"{}\"}} {}\n",
+                         m.name, i, h[i]);
+    }
+  }
   head("spec_accept_rate", "gauge", "Acceptance of the i-th draft token (accepted / proposed).");
   for (const auto& m : models) {
     const EngineStats& st = m.stats;

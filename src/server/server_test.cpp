@@ -363,18 +363,28 @@ TEST(Server, NativeRoutes) {
   EXPECT_EQ(models["data"][0]["id"], "arith");
   EXPECT_EQ(h.Post("/flush_cache", "")->status, 200);
   std::string metrics = h.client->Get("/metrics")->body;
-  for (const char* name :
-       {"mxserve:num_requests_running{model=\"arith\"}", "mxserve:prompt_tokens_total",
-        "mxserve:generation_tokens_total", "mxserve:cached_prompt_tokens_total",
-        "mxserve:time_to_first_token_seconds_bucket", "mxserve:inter_token_latency_seconds_sum",
-        "mxserve:e2e_request_latency_seconds_count", "mxserve:kv_pages_total",
-        "mxserve:cache_hit_rate", "mxserve:spec_accept_length", "mxserve:num_requests_waiting",
-        "mxserve:spec_accept_length{model=\"arith\"} 2.2",
-        "mxserve:spec_draft_tokens_total{model=\"arith\"} 20",
-        "mxserve:spec_accepted_tokens_total{model=\"arith\"} 12",
-        "mxserve:spec_verify_steps_total{model=\"arith\"} 10",
-        "mxserve:spec_accept_rate{model=\"arith\",position=\"0\"} 0.8",
-        "mxserve:spec_accept_rate{model=\"arith\",position=\"1\"} 0.4"}) {
+  for (const char* name : {"mxserve:num_requests_running{model=\"arith\"}",
+                           "mxserve:prompt_tokens_total",
+                           "mxserve:generation_tokens_total",
+                           "mxserve:cached_prompt_tokens_total",
+                           "mxserve:time_to_first_token_seconds_bucket",
+                           "mxserve:inter_token_latency_seconds_sum",
+                           "mxserve:e2e_request_latency_seconds_count",
+                           "mxserve:kv_pages_total",
+                           "mxserve:cache_hit_rate",
+                           "mxserve:spec_accept_length",
+                           "mxserve:num_requests_waiting",
+                           "mxserve:spec_accept_length{model=\"arith\"} 2.2",
+                           "mxserve:spec_draft_tokens_total{model=\"arith\"} 20",
+                           "mxserve:spec_accepted_tokens_total{model=\"arith\"} 12",
+                           "mxserve:spec_verify_steps_total{model=\"arith\"} 10",
+                           "mxserve:spec_accept_rate{model=\"arith\",position=\"0\"} 0.8",
+                           "mxserve:spec_accept_rate{model=\"arith\",position=\"1\"} 0.4",
+                           "mxserve:spec_num_steps{model=\"arith\"} 3",
+                           "mxserve:spec_auto_estimate_tokens_per_second{model=\"arith\"} 150",
+                           "mxserve:spec_auto_estimate_off_tokens_per_second{model=\"arith\"} 100",
+                           "mxserve:spec_steps_chosen_total{model=\"arith\",steps=\"0\"} 7",
+                           "mxserve:spec_steps_chosen_total{model=\"arith\",steps=\"3\"} 5"}) {
     EXPECT_NE(metrics.find(name), std::string::npos) << name;
   }
 }
@@ -706,6 +716,11 @@ TEST(Server, ServerInfoHasTheStatusFields) {
   EXPECT_TRUE(m["kv_cache"]["pages_used"].is_number_integer());
   EXPECT_TRUE(m["radix_cache"]["hit_rate"].is_number());
   EXPECT_TRUE(m["speculative"]["accept_length"].is_number());
+  EXPECT_EQ(m["speculative"]["auto"], true);  // what the web page's drafts tile shows
+  EXPECT_EQ(m["speculative"]["num_steps"], 3);
+  EXPECT_EQ(m["speculative"]["estimate_tokens_per_second"], 150.0);
+  EXPECT_EQ(m["speculative"]["estimate_off_tokens_per_second"], 100.0);
+  EXPECT_EQ(m["speculative"]["steps_histogram"], Json::array({7, 0, 0, 5}));
   const int64_t generated = m["tokens"]["generation_total"];
   EXPECT_GT(generated, 0);
   EXPECT_GT(m["tokens"]["prompt_total"].get<int64_t>(), 0);

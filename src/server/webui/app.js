@@ -72,6 +72,12 @@ const TILES = [
   ['spec', 'spec. accept length',
     (m) => (m.speculative.accept_length > 0 ? m.speculative.accept_length.toFixed(2) : 'off'),
     (m) => m.speculative.accept_length],
+  ['spec_steps', 'spec. drafts per step (auto: est. tok/s vs off)',
+    (m) => (!m.speculative.auto ? (m.speculative.num_steps > 0 ? String(m.speculative.num_steps) : 'off')
+      : `${m.speculative.num_steps}${m.speculative.probe ? ' (probe)' : ''}: ` +
+        `${fmtRate(m.speculative.estimate_tokens_per_second)} vs ` +
+        `${fmtRate(m.speculative.estimate_off_tokens_per_second)}`),
+    (m) => m.speculative.num_steps],
   ['prompt_tps', 'prompt tok/s', (m, r) => fmtRate(r.prompt), (m, r) => r.prompt],
   ['gen_tps', 'generation tok/s', (m, r) => fmtRate(r.generation), (m, r) => r.generation],
   ['ttft', 'TTFT p50 / p90 / p99', (m) => fmtPercentiles(m.latency_seconds.ttft),

@@ -1,0 +1,192 @@
+// The speculative-steps chooser (see spec_chooser.h).
+#include "engine/spec_chooser.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/check.h"
+
+namespace mx {
+
+namespace {
+constexpr int64_t kExactRows = 16;      // row counts up to this have their own bucket
+constexpr double kBucketRatio = 1.125;  // beyond: geometric buckets this wide
+}  // namespace
+
+SpecChooser::SpecChooser(SpecChooserOptions o)
+    : o_(o), pos_(std::max(o.max_steps, 1)), last_run_(std::max(o.max_steps, 1) + 1, -1) {
+  MX_CHECK_GE(o_.max_steps, 1);
+  MX_CHECK_GE(o_.reprobe_interval, 1);
+  MX_CHECK_GE(o_.probe_steps, 1);
+}
+
+int64_t SpecChooser::Bucket(int64_t rows) {
+  if (rows <= kExactRows) return std::max<int64_t>(rows, 1);
+  const auto k = static_cast<int64_t>(
+      std::floor(std::log(static_cast<double>(rows) / kExactRows) / std::log(kBucketRatio)));
+  return std::max<int64_t>(
+      kExactRows + 1, std::llround(kExactRows * std::pow(kBucketRatio, static_cast<double>(k))));
+}
+
+void SpecChooser::Add(std::map<int64_t, Avg>& table, int64_t rows, double seconds) const {
+  if (rows < 1 || !std::isfinite(seconds) || seconds < 0) return;
+  Avg& a = table[Bucket(rows)];
+  ++a.n;
+  const double w = std::max(1.0 / static_cast<double>(a.n), o_.cost_weight);
+  a.value += w * (seconds - a.value);
+}
+
+void SpecChooser::ObserveTarget(int64_t rows, double seconds) { Add(target_, rows, seconds); }
+void SpecChooser::ObserveMtp(int64_t rows, double seconds) { Add(mtp_, rows, seconds); }
+
+void SpecChooser::ObserveOverhead(int64_t tokens, double seconds) {
+  if (tokens < 1 || !std::isfinite(seconds) || seconds < 0) return;
+  ++overhead_.n;
+  const double w = std::max(1.0 / static_cast<double>(overhead_.n), o_.cost_weight);
+  overhead_.value += w * (seconds / static_cast<double>(tokens) - overhead_.value);
+}
+
+bool SpecChooser::Stale(const Position& p) const {
+  return p.last_seen < 0 || step_ - p.last_seen > o_.reprobe_interval;
+}
+
+void SpecChooser::ObserveVerify(int32_t proposed, int32_t accepted) {
+  MX_CHECK_GE(accepted, 0);
+  MX_CHECK_LE(accepted, proposed);
+  const int32_t seen = std::min({proposed, accepted + 1, o_.max_steps});
+  for (int32_t i = 1; i <= seen; ++i) {
+    Position& p = pos_[i - 1];
+    if (Stale(p)) p.n = 0;  // a fresh average: the old rate may no longer hold
+    ++p.n;
+    const double w = std::max(1.0 / static_cast<double>(p.n), o_.accept_weight);
+    p.a += w * ((i <= accepted ? 1.0 : 0.0) - p.a);
+    p.last_seen = step_;
+  }
+}
+
+double SpecChooser::accept(int32_t i) const {
+  if (i < 1 || i > o_.max_steps) return 0;
+  const Position& p = pos_[i - 1];
+  return p.last_seen < 0 ? 0 : p.a;
+}
+
+double SpecChooser::AcceptLength(int32_t steps, bool optimistic) const {
+  double e = 1, prod = 1;
+  for (int32_t i = 1; i <= steps; ++i) {
+    const Position& p = pos_[i - 1];
+    const double a = optimistic && Stale(p) ? 1.0 : (p.last_seen < 0 ? 0.0 : p.a);
+    prod *= a;
+    e += prod;
+  }
+  return e;
+}
+
+double SpecChooser::Cost(const std::map<int64_t, Avg>& table, double rows, bool optimistic,
+                         bool* known) {
+  const int64_t b = Bucket(std::max<int64_t>(1, std::llround(rows)));
+  const auto at = table.find(b);
+  if (at != table.end()) {
+    *known = true;
+    return at->second.value;
+  }
+  *known = false;
+  const auto hi = table.upper_bound(b);
+  const auto lo = hi == table.begin() ? table.end() : std::prev(hi);
+  if (optimistic) return lo == table.end() ? 0.0 : lo->second.value;
+  if (lo != table.end() && hi != table.end()) {
+    const double t =
+        (static_cast<double>(b - lo->first)) / static_cast<double>(hi->first - lo->first);
+    return lo->second.value + t * (hi->second.value - lo->second.value);
+  }
+  if (lo != table.end()) {
+    return lo->second.value * static_cast<double>(b) / static_cast<double>(lo->first);
+  }
+  return hi != table.end() ? hi->second.value : 0.0;
+}
+
+double SpecChooser::Rate(int32_t steps, int64_t batch, bool optimistic, bool* measured) const {
+  const auto B = static_cast<double>(batch);
+  const double e = AcceptLength(steps, optimistic);
+  bool k1 = true, k2 = true, k3 = true;
+  double t = overhead_.value * B * e;
+  if (steps == 0) {
+    t += Cost(target_, B, optimistic, &k1);
+  } else {
+    t += Cost(target_, B * (steps + 1), optimistic, &k1);
+    t += Cost(mtp_, B * e, optimistic, &k2);
+    if (steps > 1) t += (steps - 1) * Cost(mtp_, B, optimistic, &k3);
+  }
+  *measured = k1 && k2 && k3;
+  return t > 0 ? B * e / t : 0.0;
+}
+
+double SpecChooser::Predict(int32_t steps, int64_t batch) const {
+  if (steps < 0 || steps > o_.max_steps || batch < 1) return 0;
+  bool measured = false;
+  const double r = Rate(steps, batch, /*optimistic=*/false, &measured);
+  return measured ? r : 0.0;
+}
+
+bool SpecChooser::CanPay(int64_t batch) const {
+  bool measured = false;
+  const double off = Rate(0, batch, /*optimistic=*/false, &measured);
+  if (!measured) return true;
+  const auto B = static_cast<double>(batch);
+  for (int32_t s = 1; s <= o_.max_steps; ++s) {
+    bool k = false;  // costs as optimistic as in Rate, acceptance perfect
+    const double e = s + 1.0;
+    const double t = overhead_.value * B * e + Cost(target_, B * (s + 1), true, &k) +
+                     Cost(mtp_, B * e, true, &k) + (s - 1) * Cost(mtp_, B, true, &k);
+    if (t <= 0 || B * e / t > off) return true;
+  }
+  return false;
+}
+
+int32_t SpecChooser::Choose(int64_t batch) {
+  MX_CHECK_GE(batch, 1);
+  ++step_;
+  Decision d;
+  bool off_measured = false;
+  d.off_tokens_per_s = Rate(0, batch, false, &off_measured);
+  if (probe_left_ > 0) {
+    --probe_left_;
+    d.steps = probing_;
+    d.probe = true;
+  } else if (off_measured) {
+    // The best measured setting, then whether another one deserves a probe.
+    double best_rate = d.off_tokens_per_s;
+    for (int32_t s = 1; s <= o_.max_steps; ++s) {
+      bool m = false;
+      const double r = Rate(s, batch, false, &m);
+      if (m && r > best_rate) {
+        best_rate = r;
+        d.steps = s;
+      }
+    }
+    int32_t probe = -1;
+    double probe_rate = best_rate;
+    for (int32_t s = 0; s <= o_.max_steps; ++s) {
+      if (s == d.steps) continue;
+      bool m = false;
+      const double opt = Rate(s, batch, /*optimistic=*/true, &m);
+      const bool due = !m || last_run_[s] < 0 || step_ - last_run_[s] >= o_.reprobe_interval;
+      if (due && opt > probe_rate) {
+        probe = s;
+        probe_rate = opt;
+      }
+    }
+    if (probe >= 0) {
+      d.steps = probing_ = probe;
+      probe_left_ = o_.probe_steps - 1;
+      d.probe = true;
+    }
+  }  // else: off, until a decode step at this batch size was measured
+  last_run_[d.steps] = step_;
+  bool m = false;
+  d.tokens_per_s = Rate(d.steps, batch, false, &m);
+  d.accept_length = AcceptLength(d.steps, false);
+  last_ = d;
+  return d.steps;
+}
+
+}  // namespace mx

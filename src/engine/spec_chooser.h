@@ -1,0 +1,116 @@
+// `--speculative-num-steps auto`: picks, for every decode step, how many MTP draft tokens each
+// decoding request gets (0 = speculation off) so that the expected tokens per second of the
+// current batch is highest. Pure logic: the scheduler feeds it the measured times of the
+// forwards it ran and the outcome of every verify; it never reads a clock itself.
+//
+// Model. With B decoding requests and S drafts each, a step emits B·E(S) tokens, where
+//   E(S) = 1 + Σ_{j=1..S} Π_{i≤j} a_i
+// and a_i is the probability that draft i is accepted given drafts 1..i-1 were (a draft chain's
+// i-th token does not depend on S, so one estimate per position serves every S). It costs
+//   T(0) = F(B) + c·B
+//   T(S) = F(B·(S+1)) + M(B·E(S)) + (S−1)·M(B) + c·B·E(S)
+// F(r): a target forward over r rows (verify or decode), M(r): an MTP pass over r rows (the
+// draft-extend over the accepted rows gives the first draft, S−1 single-row passes the rest),
+// c: the step's time outside those forwards per emitted token (sampling, scheduling).
+// F and M are running averages per row count (exact up to 16 rows, then buckets ~12% wide).
+//
+// Exploring. A setting is worth trying when its optimistic rate — unmeasured row counts at the
+// cost of the nearest measured smaller one, stale or never-seen acceptance taken as 1 — beats
+// the best estimate. Such a setting is probed for `probe_steps` steps: at once when some of its
+// costs were never measured at this batch size, else when it has not run for
+// `reprobe_interval` steps. A setting that cannot beat "off" even if every draft were accepted
+// is never tried again (CanPay); on a host where verifying k rows costs k decode steps, `auto`
+// thereby settles on off after one probe of each setting.
+// An acceptance position not observed for `reprobe_interval` steps is stale: its next
+// observations start a fresh average (weight 1/n, then the floor `accept_weight`), so a probe
+// after an acceptance shift measures the new rate instead of blending it into the old one.
+//
+// Thread-safety: none (the engine loop thread owns it).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace mx {
+
+struct SpecChooserOptions {
+  int32_t max_steps = 5;           // settings 0..max_steps; REQUIRES: >= 1
+  int64_t reprobe_interval = 256;  // decode steps; REQUIRES: >= 1
+  int32_t probe_steps = 8;         // consecutive steps a probe runs; REQUIRES: >= 1
+  double cost_weight = 0.2;        // running-average weight of a new cost observation
+  double accept_weight = 0.02;     // floor of the weight of a new acceptance observation
+};
+
+class SpecChooser {
+ public:
+  explicit SpecChooser(SpecChooserOptions o);
+
+  // A target forward over `rows` rows of decoding requests (no prefill chunk) took `seconds`.
+  void ObserveTarget(int64_t rows, double seconds);
+  // One MTP pass over `rows` rows took `seconds`.
+  void ObserveMtp(int64_t rows, double seconds);
+  // A decode step spent `seconds` outside its forwards and emitted `tokens` tokens.
+  void ObserveOverhead(int64_t tokens, double seconds);
+  // One request's verify: `proposed` drafts, the first `accepted` of them accepted.
+  // REQUIRES: 0 <= accepted <= proposed.
+  void ObserveVerify(int32_t proposed, int32_t accepted);
+
+  // The setting for the next decode step of `batch` (>= 1) decoding requests; advances the
+  // step count that staleness and re-probing are measured in.
+  int32_t Choose(int64_t batch);
+
+  // Expected tokens per second of `steps` at `batch`, from the current estimates (0 when a
+  // cost it needs was never measured).
+  double Predict(int32_t steps, int64_t batch) const;
+  // Whether some setting > 0 could still beat off at `batch`: with every draft accepted and
+  // unmeasured costs at their optimistic value (true before off was measured there).
+  bool CanPay(int64_t batch) const;
+  // Acceptance estimate of draft position i (1-based; 0 when never observed).
+  double accept(int32_t i) const;
+
+  struct Decision {
+    int32_t steps = 0;
+    bool probe = false;       // an exploration step, not the best estimate
+    double tokens_per_s = 0;  // Predict(steps, batch)
+    double off_tokens_per_s = 0;
+    double accept_length = 1;  // E(steps)
+  };
+  const Decision& last() const { return last_; }
+  const SpecChooserOptions& options() const { return o_; }
+
+ private:
+  struct Avg {
+    double value = 0;
+    int64_t n = 0;
+  };
+  struct Position {
+    double a = 1;            // estimate
+    int64_t n = 0;           // observations since it was last fresh
+    int64_t last_seen = -1;  // step of the last observation
+  };
+  static int64_t Bucket(int64_t rows);
+  void Add(std::map<int64_t, Avg>& table, int64_t rows, double seconds) const;
+  // Cost of `rows` from `table`; `optimistic`: an unmeasured bucket costs what the nearest
+  // measured smaller one does (nothing when none), else it is interpolated linearly (or
+  // extrapolated proportionally) from the measured ones. *known: whether the bucket was
+  // measured.
+  static double Cost(const std::map<int64_t, Avg>& table, double rows, bool optimistic,
+                     bool* known);
+  bool Stale(const Position& p) const;
+  double AcceptLength(int32_t steps, bool optimistic) const;
+  // tokens/s; *measured: every cost it used was measured.
+  double Rate(int32_t steps, int64_t batch, bool optimistic, bool* measured) const;
+
+  SpecChooserOptions o_;
+  std::map<int64_t, Avg> target_, mtp_;  // bucket -> seconds
+  Avg overhead_;                         // seconds per emitted token
+  std::vector<Position> pos_;            // [max_steps]
+  std::vector<int64_t> last_run_;        // [max_steps + 1] step a setting last ran, -1 never
+  int64_t step_ = 0;
+  int32_t probing_ = 0;  // the setting being probed
+  int32_t probe_left_ = 0;
+  Decision last_;
+};
+
+}  // namespace mx

@@ -1,0 +1,212 @@
+// The speculative-steps chooser on synthetic hosts: cost tables and acceptance rates with a known
+// best setting (it must settle on it), a host where speculation can never pay (it must stop
+// trying), and acceptance that changes under it (it must notice, both ways).
+#include "engine/spec_chooser.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+namespace mx {
+namespace {
+
+// A host: the cost of a target forward and of an MTP pass over r rows (seconds), the time
+// outside forwards per emitted token, and the true acceptance of each draft position.
+struct Host {
+  std::function<double(double)> target, mtp;
+  double overhead = 0;
+  std::vector<double> accept;  // conditional, per position
+
+  double AcceptLength(int s) const {
+    double e = 1, prod = 1;
+    for (int i = 0; i < s; ++i) e += (prod *= accept[i]);
+    return e;
+  }
+  // The same formula the chooser's model states (spec_chooser.h), with the true rates.
+  double Rate(int s, int64_t b) const {
+    const double B = static_cast<double>(b), e = AcceptLength(s);
+    double t = overhead * B * e;
+    if (s == 0) return B / (target(B) + overhead * B);
+    t += target(B * (s + 1)) + mtp(B * e) + (s - 1) * mtp(B);
+    return B * e / t;
+  }
+  int Best(int max_steps, int64_t b, double* margin) const {
+    int best = 0;
+    for (int s = 1; s <= max_steps; ++s) best = Rate(s, b) > Rate(best, b) ? s : best;
+    double second = 0;
+    for (int s = 0; s <= max_steps; ++s) {
+      if (s != best) second = std::max(second, Rate(s, b));
+    }
+    *margin = Rate(best, b) / second - 1;
+    return best;
+  }
+};
+
+// Runs `steps` decode steps of `batch` requests through the chooser, feeding it what the host
+// would measure (acceptance drawn at random); returns the setting chosen at each step.
+std::vector<int> Simulate(SpecChooser& c, const Host& h, int64_t batch, int steps,
+                          std::mt19937& rng) {
+  std::vector<int> chosen;
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int k = 0; k < steps; ++k) {
+    const int s = c.Choose(batch);
+    chosen.push_back(s);
+    const double B = static_cast<double>(batch);
+    int64_t emitted = 0, accepted_rows = 0;
+    for (int64_t r = 0; r < batch; ++r) {
+      int acc = 0;
+      while (acc < s && u(rng) < h.accept[acc]) ++acc;
+      if (s > 0) c.ObserveVerify(s, acc);
+      emitted += 1 + acc;
+      accepted_rows += 1 + acc;
+    }
+    c.ObserveTarget(batch * (s + 1), h.target(B * (s + 1)));
+    if (s > 0) {
+      c.ObserveMtp(accepted_rows, h.mtp(static_cast<double>(accepted_rows)));
+      for (int j = 1; j < s; ++j) c.ObserveMtp(batch, h.mtp(B));
+    }
+    c.ObserveOverhead(emitted, h.overhead * static_cast<double>(emitted));
+  }
+  return chosen;
+}
+
+double Share(const std::vector<int>& v, size_t from, int value) {
+  size_t n = 0;
+  for (size_t i = from; i < v.size(); ++i) n += v[i] == value ? 1 : 0;
+  return static_cast<double>(n) / static_cast<double>(v.size() - from);
+}
+
+// Weight-bandwidth-bound: a forward costs a fixed read of the weights plus a little per row.
+Host Bandwidth(std::vector<double> accept) {
+  Host h;
+  h.target = [](double r) { return 1e-3 * (1.0 + 0.06 * r); };
+  h.mtp = [](double r) { return 1e-3 * (0.15 + 0.01 * r); };
+  h.overhead = 2e-5;
+  h.accept = std::move(accept);
+  return h;
+}
+
+TEST(SpecChooser, SettlesOnTheKnownBestSetting) {
+  struct Case {
+    const char* name;
+    Host host;
+    int64_t batch;
+  };
+  std::vector<Case> cases = {
+      // Cheap verify, the first four drafts mostly right: a chain of four.
+      {"bandwidth_four_good_drafts", Bandwidth({0.95, 0.95, 0.9, 0.9, 0.2}), 1},
+      // Cheap verify, two good drafts: two.
+      {"bandwidth_two_good_drafts", Bandwidth({0.9, 0.8, 0.3, 0.1, 0.1}), 1},
+      // Cheap verify, only the first draft is any good: one.
+      {"bandwidth_first_draft_only", Bandwidth({0.8, 0.15, 0.1, 0.1, 0.1}), 1},
+      // Cheap verify, drafts rarely right: off.
+      {"bandwidth_poor_drafts", Bandwidth({0.1, 0.1, 0.1, 0.1, 0.1}), 1},
+      // Verify rows cost as much as decode steps (a small compute-bound model): never speculate.
+      {"compute_bound",
+       Host{[](double r) { return 1e-4 * r; },
+            [](double r) { return 0.4e-4 * r; },
+            3e-5,
+            {1.0, 0.9, 0.8, 0.7, 0.6}},
+       1},
+      // A batch of 8 on the bandwidth host with middling acceptance.
+      {"bandwidth_batch8", Bandwidth({0.7, 0.6, 0.5, 0.4, 0.3}), 8},
+  };
+  for (const Case& k : cases) {
+    SpecChooserOptions o;
+    o.max_steps = 5;
+    SpecChooser c(o);
+    double margin = 0;
+    const int want = k.host.Best(o.max_steps, k.batch, &margin);
+    ASSERT_GT(margin, 0.05) << k.name << ": the table must have a clear optimum";
+    std::mt19937 rng(17);
+    const std::vector<int> got = Simulate(c, k.host, k.batch, 3000, rng);
+    // After the first probes: the best setting nearly always (re-probes take the rest).
+    EXPECT_GT(Share(got, 1000, want), 0.9) << k.name << " best " << want;
+    EXPECT_EQ(c.last().probe ? want : c.last().steps, want) << k.name;
+    // The prediction of the chosen setting is the host's true rate, within what a running
+    // acceptance estimate can be off by.
+    constexpr double kRateTolerance = 0.1;
+    EXPECT_NEAR(c.Predict(want, k.batch) / k.host.Rate(want, k.batch), 1.0, kRateTolerance)
+        << k.name;
+  }
+}
+
+TEST(SpecChooser, StopsProbingWhereSpeculationCannotPay) {
+  Host h{[](double r) { return 1e-4 * r; },
+         [](double r) { return 0.4e-4 * r; },
+         3e-5,
+         {1.0, 1.0, 1.0, 1.0, 1.0}};
+  SpecChooserOptions o;
+  SpecChooser c(o);
+  std::mt19937 rng(1);
+  const std::vector<int> got = Simulate(c, h, 1, 5000, rng);
+  int spec_steps = 0;
+  for (int s : got) spec_steps += s > 0 ? 1 : 0;
+  // One probe of each setting at most; then never again, even after many re-probe intervals.
+  EXPECT_LE(spec_steps, o.max_steps * o.probe_steps);
+  EXPECT_GT(spec_steps, 0);
+  EXPECT_FALSE(c.CanPay(1));
+  EXPECT_EQ(Share(got, 1000, 0), 1.0);
+}
+
+TEST(SpecChooser, NoticesAnAcceptanceShiftBothWays) {
+  SpecChooserOptions o;
+  o.reprobe_interval = 200;
+  SpecChooser c(o);
+  const Host good = Bandwidth({0.95, 0.95, 0.9, 0.9, 0.2});
+  const Host bad = Bandwidth({0.02, 0.02, 0.02, 0.02, 0.02});
+  double margin = 0;
+  const int best_good = good.Best(o.max_steps, 1, &margin);
+  ASSERT_GT(best_good, 0);
+  ASSERT_EQ(bad.Best(o.max_steps, 1, &margin), 0);
+  std::mt19937 rng(5);
+  auto phase1 = Simulate(c, good, 1, 1500, rng);
+  EXPECT_GT(Share(phase1, 1000, best_good), 0.9);
+  // Drafts stop being accepted: observed at once while speculating, so off comes quickly.
+  auto phase2 = Simulate(c, bad, 1, 1500, rng);
+  size_t first_off = phase2.size();
+  for (size_t i = 0; i < phase2.size(); ++i) {
+    if (phase2[i] == 0 && Share(phase2, i, 0) > 0.9) {
+      first_off = i;
+      break;
+    }
+  }
+  EXPECT_LT(first_off, 300u) << "still speculating long after acceptance fell";
+  EXPECT_GT(Share(phase2, 500, 0), 0.9);
+  // Drafts are good again: only a re-probe can see it (nothing is verified while off).
+  auto phase3 = Simulate(c, good, 1, 1500, rng);
+  size_t back = phase3.size();
+  for (size_t i = 0; i < phase3.size(); ++i) {
+    if (phase3[i] == best_good) {
+      back = i;
+      break;
+    }
+  }
+  EXPECT_LE(back, static_cast<size_t>(o.reprobe_interval + 4 * o.probe_steps))
+      << "the re-probe did not find the recovered acceptance";
+  EXPECT_GT(Share(phase3, 700, best_good), 0.9);
+  EXPECT_GT(c.accept(1), 0.7);
+}
+
+TEST(SpecChooser, OffUntilADecodeStepWasMeasuredAndPredictionsNeedMeasuredCosts) {
+  SpecChooser c(SpecChooserOptions{});
+  EXPECT_EQ(c.Choose(4), 0);
+  EXPECT_FALSE(c.last().probe);
+  EXPECT_EQ(c.Predict(2, 4), 0.0);  // never measured: no guess
+  EXPECT_TRUE(c.CanPay(4));
+  c.ObserveTarget(4, 1e-3);
+  c.ObserveOverhead(4, 4e-5);
+  EXPECT_NEAR(c.Predict(0, 4), 4 / (1e-3 + 4e-5), 1e-6);
+  // NaN and negative times are ignored, never averaged in.
+  c.ObserveTarget(4, std::nan(""));
+  c.ObserveTarget(4, -1);
+  EXPECT_NEAR(c.Predict(0, 4), 4 / (1e-3 + 4e-5), 1e-6);
+  EXPECT_GT(c.Choose(4), 0);  // now the optimistic long chain is worth a probe
+  EXPECT_TRUE(c.last().probe);
+}
+
+}  // namespace
+}  // namespace mx
