@@ -23,7 +23,8 @@ DEFAULT_CORPUS = [f"/usr/share/common-licenses/{n}"
 
 # A small GLM-style chat template (GLM-4.7/5 shape: [gMASK]<sop>, no newline after role tokens,
 # tool results as <|observation|><tool_response>..</tool_response>, generation prompt
-# <|assistant|><think> or <|assistant|></think> when enable_thinking is false).
+# <|assistant|></think>, or <|assistant|><think> only when enable_thinking is true: unlike GLM's
+# own template, thinking is off by default, as the model is trained on non-thinking turns only).
 CHAT_TEMPLATE = (
     "[gMASK]<sop>"
     "{%- for m in messages -%}"
@@ -39,8 +40,8 @@ CHAT_TEMPLATE = (
     "{%- endif -%}"
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}<|assistant|>"
-    "{%- if enable_thinking is defined and not enable_thinking -%}</think>"
-    "{%- else -%}<think>{%- endif -%}"
+    "{%- if enable_thinking is defined and enable_thinking -%}<think>"
+    "{%- else -%}</think>{%- endif -%}"
     "{%- endif -%}"
 )
 

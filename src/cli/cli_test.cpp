@@ -210,8 +210,9 @@ TEST(Cli, GenerateTextAndChatOnTinyCheckpoint) {
 }
 
 // --chat-template-kwargs reaches the template: the bundled model, trained on non-thinking
-// turns, answers the first held-out problem in its worked format only with enable_thinking
-// false (the template then closes the think block); bad values are errors.
+// turns, answers the first held-out problem in its worked format with enable_thinking false
+// (the template then closes the think block, as it does by default) and not with it true; bad
+// values are errors.
 TEST(Cli, GenerateChatTemplateKwargs) {
   const std::string model = std::string(MX_SOURCE_DIR) + "/models/glm-moe-dsa-arith-6m";
   const std::string q =
@@ -231,9 +232,15 @@ TEST(Cli, GenerateChatTemplateKwargs) {
            false);
   ASSERT_EQ(special.code, 0) << special.out;
   EXPECT_NE(special.out.find("#### 66<|endoftext|>"), std::string::npos) << special.out;
-  CmdResult on = Exec("generate " + model + " --chat --prompt " + q + " --max-tokens 128", false);
+  CmdResult on = Exec("generate " + model + " --chat --prompt " + q +
+                          " --max-tokens 128 --chat-template-kwargs '{\"enable_thinking\": true}'",
+                      false);
   ASSERT_EQ(on.code, 0) << on.out;
   EXPECT_NE(on.out, off.out);
+  // Without kwargs the bundled template's default applies: thinking off, as trained.
+  CmdResult dflt = Exec("generate " + model + " --chat --prompt " + q + " --max-tokens 128", false);
+  ASSERT_EQ(dflt.code, 0) << dflt.out;
+  EXPECT_NE(dflt.out.find("so 5 + 61 = 66.\n#### 66"), std::string::npos) << dflt.out;
 
   CmdResult bad = Exec("generate " + model + " --chat --prompt x --chat-template-kwargs '[1]'");
   EXPECT_EQ(bad.code, 1) << bad.out;

@@ -140,29 +140,79 @@ Result<std::vector<std::pair<std::string, std::string>>> ModelList(const ServeAr
   return out;
 }
 
-int RunServe(ServeArgs& a) {
-  auto models = ModelList(a);
-  if (!models.ok()) {
-    std::fprintf(stderr, "mxserve serve: %s\n", models.status().message().c_str());
-    return 2;
-  }
-  if (Status st = ResolveApiKey(a); !st.ok()) {
-    std::fprintf(stderr, "mxserve serve: %s\n", st.message().c_str());
-    return 2;
-  }
+// Every flag that needs more than CLI11's checks (models, API key, timeouts, --dp and its
+// method, --tp / --ep) resolved into `a`; errors name the flag.
+Status ResolveServeArgs(ServeArgs& a, LoadBalanceMethod* method) {
+  MX_RETURN_IF_ERROR(ResolveApiKey(a));
   auto ms = [](double s) { return std::chrono::milliseconds(std::llround(s * 1000)); };
   a.server.http.head_timeout = ms(a.head_timeout_s);
   a.server.http.body_timeout = ms(a.body_timeout_s);
   a.server.http.idle_timeout = ms(a.idle_timeout_s);
   a.server.http.write_timeout = ms(a.write_timeout_s);
-  auto method = ParseLoadBalanceMethod(a.load_balance_method);
-  if (a.dp < 1 || !method.ok()) {
-    std::fprintf(stderr, "mxserve serve: %s\n",
-                 a.dp < 1 ? fmt::format("--dp must be >= 1, got {}", a.dp).c_str()
-                          : method.status().message().c_str());
-    return 2;
+  a.server.shutdown_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(a.shutdown_timeout_s * 1000));
+  if (a.dp < 1) return InvalidArgument("--dp must be >= 1, got {}", a.dp);
+  MX_ASSIGN_OR_RETURN(*method, ParseLoadBalanceMethod(a.load_balance_method));
+  return ResolveParallel(a, a.engine);
+}
+
+// One model's engine (--dp replicas), tokenizer, chat template and what the status page says
+// of it.
+Result<std::unique_ptr<server::ServedModel>> LoadModelToServe(const std::string& name,
+                                                              const std::string& dir,
+                                                              const ServeArgs& a,
+                                                              LoadBalanceMethod method) {
+  EngineOptions eo = a.engine;
+  eo.model_dir = dir;
+  eo.threads = Globals().threads;
+  auto engine = CreateDpEngine(eo, a.dp, {.method = method});
+  if (!engine.ok()) {
+    return Status(engine.status().code(),
+                  fmt::format("model '{}' ({}): {}", name, dir, engine.status().message()));
   }
-  if (Status st = ResolveParallel(a, a.engine); !st.ok()) {
+  auto served = server::LoadServedModel(name, dir, std::move(*engine));
+  if (!served.ok()) {
+    return Status(served.status().code(),
+                  fmt::format("model '{}': {}", name, served.status().message()));
+  }
+  auto info = DescribeServedModel(dir, eo.kv_cache_dtype);
+  if (!info.ok()) {
+    return Status(info.status().code(),
+                  fmt::format("model '{}': {}", name, info.status().message()));
+  }
+  (*served)->info = std::move(*info);
+  const KernelTuningInfo tuning = (*served)->engine->kernel_tuning();
+  if (tuning.state == "tuned") {
+    (*served)->info.tuned_configs = "MoE: " + tuning.config;
+  } else if (tuning.state == "default") {
+    (*served)->info.tuned_configs = "none (MoE " + tuning.shape +
+                                    " runs the untuned default; tune: " + tuning.tune_command + ")";
+  }
+  return std::move(*served);
+}
+
+// The ready line with a request to paste, and the web page's address.
+void PrintReady(const ServeArgs& a, size_t n_models, int port) {
+  const std::string auth = a.server.api_key.empty() ? "" : " -H 'Authorization: Bearer KEY'";
+  std::fprintf(
+      stderr,
+      "mxserve: ready, serving %zu model(s) on http://%s:%d\n"
+      "  curl http://%s:%d/v1/chat/completions%s -H 'Content-Type: application/json' "
+      "-d '{\"messages\":[{\"role\":\"user\",\"content\":\"Anna has 37 stickers. She buys 48 "
+      "more and gives away 29. How many stickers does she have now?\"}],\"max_tokens\":128,"
+      "\"temperature\":0,\"chat_template_kwargs\":{\"enable_thinking\":false}}'\n",
+      n_models, a.server.host.c_str(), port, a.server.host.c_str(), port, auth.c_str());
+  if (a.server.webui) {
+    std::fprintf(stderr, "  web page (status + chat): http://%s:%d/\n", a.server.host.c_str(),
+                 port);
+  }
+}
+
+int RunServe(ServeArgs& a) {
+  auto models = ModelList(a);
+  LoadBalanceMethod method{};
+  Status st = models.ok() ? ResolveServeArgs(a, &method) : models.status();
+  if (!st.ok()) {
     std::fprintf(stderr, "mxserve serve: %s\n", st.message().c_str());
     return 2;
   }
@@ -191,10 +241,8 @@ int RunServe(ServeArgs& a) {
     a.engine.tp_comm = mpi.get();
   }
 
-  a.server.shutdown_timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(a.shutdown_timeout_s * 1000));
   server::Server srv(a.server);
-  if (Status st = srv.Bind(); !st.ok()) return Fail(st.message());
+  if (Status bind = srv.Bind(); !bind.ok()) return Fail(bind.message());
   std::fprintf(stderr, "mxserve: listening on http://%s:%d (loading models)\n",
                a.server.host.c_str(), srv.port());
   std::thread http([&] { srv.Run(); });
@@ -205,63 +253,23 @@ int RunServe(ServeArgs& a) {
                  sig == SIGTERM ? "SIGTERM" : "SIGINT", a.shutdown_timeout_s);
     srv.Shutdown();
   });
-  auto stop = [&](int code) {
+  auto stop = [&](const std::string& why) {
+    Fail(why);
     pthread_kill(waiter.native_handle(), SIGTERM);
     waiter.join();
     http.join();
-    return code;
+    return 1;
   };
 
   std::vector<Engine*> engines;
   for (const auto& [name, dir] : *models) {
-    EngineOptions eo = a.engine;
-    eo.model_dir = dir;
-    eo.threads = Globals().threads;
-    auto engine = CreateDpEngine(eo, a.dp, {.method = *method});
-    if (!engine.ok()) {
-      Fail(fmt::format("model '{}' ({}): {}", name, dir, engine.status().message()));
-      return stop(1);
-    }
-    engines.push_back(engine->get());
-    auto served = server::LoadServedModel(name, dir, std::move(*engine));
-    if (!served.ok()) {
-      Fail(fmt::format("model '{}': {}", name, served.status().message()));
-      return stop(1);
-    }
-    auto info = DescribeServedModel(dir, eo.kv_cache_dtype);
-    if (!info.ok()) {
-      Fail(fmt::format("model '{}': {}", name, info.status().message()));
-      return stop(1);
-    }
-    (*served)->info = std::move(*info);
-    const KernelTuningInfo tuning = (*served)->engine->kernel_tuning();
-    if (tuning.state == "tuned") {
-      (*served)->info.tuned_configs = "MoE: " + tuning.config;
-    } else if (tuning.state == "default") {
-      (*served)->info.tuned_configs = "none (MoE " + tuning.shape +
-                                      " runs the untuned default; tune: " + tuning.tune_command +
-                                      ")";
-    }
+    auto served = LoadModelToServe(name, dir, a, method);
+    if (!served.ok()) return stop(served.status().message());
+    engines.push_back((*served)->engine.get());
     srv.AddModel(std::move(*served));
   }
-  if (Status st = srv.SetReady(); !st.ok()) {
-    Fail(st.message());
-    return stop(1);
-  }
-  const std::string auth = a.server.api_key.empty() ? "" : " -H 'Authorization: Bearer KEY'";
-  std::fprintf(
-      stderr,
-      "mxserve: ready, serving %zu model(s) on http://%s:%d\n"
-      "  curl http://%s:%d/v1/chat/completions%s -H 'Content-Type: application/json' "
-      "-d '{\"messages\":[{\"role\":\"user\",\"content\":\"Anna has 37 stickers. She buys 48 "
-      "more and gives away 29. How many stickers does she have now?\"}],\"max_tokens\":128,"
-      "\"temperature\":0,\"chat_template_kwargs\":{\"enable_thinking\":false}}'\n",
-      models->size(), a.server.host.c_str(), srv.port(), a.server.host.c_str(), srv.port(),
-      auth.c_str());
-  if (a.server.webui) {
-    std::fprintf(stderr, "  web page (status + chat): http://%s:%d/\n", a.server.host.c_str(),
-                 srv.port());
-  }
+  if (Status ready = srv.SetReady(); !ready.ok()) return stop(ready.message());
+  PrintReady(a, models->size(), srv.port());
   waiter.join();
   http.join();
   for (Engine* e : engines) e->Shutdown(std::chrono::milliseconds(1000));

@@ -196,59 +196,55 @@ nlohmann::ordered_json MakeFp8Config(const std::vector<std::string>& ignored) {
   return j;
 }
 
-}  // namespace
+// The input's config.json, checked against the requested format: an FP8 block-scaled input
+// (DeepSeek / GLM-5-FP8) is read through its scales; any other quantized input is refused.
+struct InputConfig {
+  nlohmann::ordered_json json;
+  int64_t mtp_layer = -1;  // the MTP layer's index, or -1 without one
+};
 
-Result<QuantizeSummary> QuantizeCheckpoint(const std::string& in_dir, const std::string& out_dir,
-                                           const QuantizeOptions& opts) {
-  const fs::path in(in_dir), out(out_dir);
-  std::error_code ec;
-  if (fs::exists(out, ec) && !opts.overwrite) {
-    return AlreadyExists("{}: output directory exists (use --overwrite to replace it)", out_dir);
-  }
-  if (fs::exists(out, ec) && fs::equivalent(in, out, ec)) {
-    return InvalidArgument("{}: the output directory is the input directory", out_dir);
-  }
-  std::string config_text;
-  MX_RETURN_IF_ERROR(ReadFile(in / "config.json", &config_text));
-  nlohmann::ordered_json config;
+Result<InputConfig> ReadInputConfig(const fs::path& in, const QuantFormat& qf) {
+  std::string text;
+  MX_RETURN_IF_ERROR(ReadFile(in / "config.json", &text));
+  InputConfig c;
   try {
-    config = nlohmann::ordered_json::parse(config_text);
+    c.json = nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgument("{}: not JSON: {}", (in / "config.json").string(), e.what());
   }
-  if (!config.is_object()) return InvalidArgument("{}/config.json: not an object", in_dir);
-  const int64_t mtp_layer = config.value("num_nextn_predict_layers", 0) > 0
-                                ? config.value("num_hidden_layers", int64_t{-1})
-                                : -1;
-  MX_ASSIGN_OR_RETURN(const QuantFormat* format, FindQuantFormat(opts.format));
-  const QuantFormat& qf = *format;
-  // An FP8 block-scaled input (DeepSeek / GLM-5-FP8) is read through its scales; any other
-  // quantized input is refused.
-  bool fp8_input = false;
-  if (config.contains("quantization_config")) {
-    const auto& q = config["quantization_config"];
-    fp8_input = q.is_object() && q.value("quant_method", "") == "fp8";
-    if (!fp8_input || &qf == &Fp8Format()) {
-      return InvalidArgument(
-          "{}/config.json: the checkpoint is already quantized{}", in_dir,
-          fp8_input ? " to fp8" : " (only an fp8 checkpoint can be requantized, to mxfp4)");
-    }
-    if (q.contains("weight_block_size") &&
-        q["weight_block_size"] != nlohmann::json::array({kFp8BlockSize, kFp8BlockSize})) {
-      return InvalidArgument(
-          "{}/config.json: quantization_config.weight_block_size {} (want [{}, {}])", in_dir,
-          q["weight_block_size"].dump(), kFp8BlockSize, kFp8BlockSize);
-    }
+  if (!c.json.is_object()) return InvalidArgument("{}/config.json: not an object", in.string());
+  if (c.json.value("num_nextn_predict_layers", 0) > 0) {
+    c.mtp_layer = c.json.value("num_hidden_layers", int64_t{-1});
   }
+  if (!c.json.contains("quantization_config")) return c;
+  const auto& q = c.json["quantization_config"];
+  const bool fp8_input = q.is_object() && q.value("quant_method", "") == "fp8";
+  if (!fp8_input || &qf == &Fp8Format()) {
+    return InvalidArgument(
+        "{}/config.json: the checkpoint is already quantized{}", in.string(),
+        fp8_input ? " to fp8" : " (only an fp8 checkpoint can be requantized, to mxfp4)");
+  }
+  if (q.contains("weight_block_size") &&
+      q["weight_block_size"] != nlohmann::ordered_json::array({kFp8BlockSize, kFp8BlockSize})) {
+    return InvalidArgument(
+        "{}/config.json: quantization_config.weight_block_size {} (want [{}, {}])", in.string(),
+        q["weight_block_size"].dump(), kFp8BlockSize, kFp8BlockSize);
+  }
+  return c;
+}
+
+// What happens to every tensor, decided before anything is written so that a bad tensor fails
+// first, with one error listing all of them. Counts and bytes go to `sum`; modules that FP8
+// quantizes by default but the exclude list keeps go to `ignored`.
+Result<std::vector<Plan>> PlanTensors(const std::string& in_dir, const Checkpoint& ckpt,
+                                      const QuantFormat& qf, const QuantizeOptions& opts,
+                                      int64_t mtp_layer, QuantizeSummary* sum,
+                                      std::vector<std::string>* ignored) {
   MX_ASSIGN_OR_RETURN(ExcludeList exclude, ExcludeList::Parse(opts.exclude));
   MX_ASSIGN_OR_RETURN(ExcludeList include, ExcludeList::Parse(opts.include));
-  MX_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(in_dir));
   const bool to_fp8 = &qf == &Fp8Format();
-
-  // Decide every tensor first, so that a bad tensor fails before anything is written.
   std::vector<Plan> plan;
-  QuantizeSummary sum;
-  std::vector<std::string> problems, ignored;
+  std::vector<std::string> problems;
   std::set<std::string> dropped_scales;  // FP8 inputs' scales of weights requantized
   for (const TensorView* v : ckpt.tensors()) {
     const bool linear = v->shape.size() == 2 && EndsWith(v->name, ".weight");
@@ -259,7 +255,7 @@ Result<QuantizeSummary> QuantizeCheckpoint(const std::string& in_dir, const std:
       const std::string mod = ModuleName(v->name);
       const bool by_default = to_fp8 ? IsFp8DefaultWeight(v->name) : IsRoutedExpertWeight(v->name);
       q = (by_default || include.Matches(mod, mtp_layer)) && !exclude.Matches(mod, mtp_layer);
-      if (to_fp8 && by_default && !q) ignored.push_back(mod);
+      if (to_fp8 && by_default && !q) ignored->push_back(mod);
       const int64_t kb = (v->shape[1] + kFp8BlockSize - 1) / kFp8BlockSize;
       const std::vector<int64_t> want_scale{(v->shape[0] + kFp8BlockSize - 1) / kFp8BlockSize, kb};
       if (q && v->dtype == DType::kF8_E4M3 &&
@@ -276,11 +272,11 @@ Result<QuantizeSummary> QuantizeCheckpoint(const std::string& in_dir, const std:
                                        v->name, v->shape[1], v->shape[0], v->shape[1], qf.block));
       }
       if (q && fp8_scale != nullptr) dropped_scales.insert(fp8_scale->name);
-      if (!q) sum.exclude.push_back(ModuleName(v->name));
+      if (!q) sum->exclude.push_back(mod);
     }
     plan.push_back({v, fp8_scale, q});
-    q ? ++sum.n_quantized : ++sum.n_kept;
-    sum.in_bytes += v->nbytes;
+    q ? ++sum->n_quantized : ++sum->n_kept;
+    sum->in_bytes += v->nbytes;
   }
   std::erase_if(plan, [&](const Plan& p) { return dropped_scales.count(p.view->name) > 0; });
   if (!problems.empty()) {
@@ -289,77 +285,93 @@ Result<QuantizeSummary> QuantizeCheckpoint(const std::string& in_dir, const std:
     for (size_t i = 0; i < problems.size() && i < 20; ++i) msg += "\n  " + problems[i];
     return InvalidArgument("{}", msg);
   }
+  return plan;
+}
 
-  const fs::path tmp = out.parent_path() / fmt::format(".{}.tmp-{}", out.filename().string(),
-                                                       static_cast<long>(::getpid()));
-  fs::remove_all(tmp, ec);
-  TempDirGuard guard(tmp);
-  if (!fs::create_directories(tmp, ec)) {
-    return IoError("{}: cannot create: {}", tmp.string(), ec.message());
+// Streams the planned tensors into `writer`: kept ones as they are, quantized ones as codes
+// plus a scale tensor, each produced when the writer reaches it (one tensor in memory at a
+// time). The lambdas keep references to this object, which must outlive writer.Write().
+class PlannedWriter {
+ public:
+  PlannedWriter(const QuantFormat& qf, const QuantizeOptions& opts, int64_t total_bytes)
+      : qf_(qf), opts_(opts), pool_(opts.threads) {
+    progress_.bytes_total = total_bytes;
   }
 
-  ThreadPool pool(opts.threads);
-  SafetensorsWriter writer;
-  QuantizeProgress progress;
-  progress.tensors_total = static_cast<int64_t>(plan.size());
-  progress.bytes_total = sum.in_bytes;
-  std::map<std::string, std::vector<uint8_t>> pending_scales;  // produced with the data
-  auto tick = [&](const TensorView& v) {
-    ++progress.tensors_done;
-    progress.bytes_done += v.nbytes;
-    progress.current = v.name;
-    if (opts.progress) opts.progress(progress);
-  };
-  for (const Plan& p : plan) {
-    const TensorView& v = *p.view;
-    if (!p.quantize) {
-      MX_RETURN_IF_ERROR(writer.AddLazy(v.name, v.dtype, v.shape, [&v, &tick](ByteSink& s) {
-        MX_RETURN_IF_ERROR(s.Write(v.data, v.nbytes));
-        tick(v);
-        return Status::Ok();
-      }));
-      continue;
+  Status Add(const std::string& in_dir, const Checkpoint& ckpt, const std::vector<Plan>& plan,
+             SafetensorsWriter* writer) {
+    progress_.tensors_total = static_cast<int64_t>(plan.size());
+    for (const Plan& p : plan) {
+      if (!p.quantize) {
+        const TensorView& v = *p.view;
+        MX_RETURN_IF_ERROR(writer->AddLazy(v.name, v.dtype, v.shape, [this, &v](ByteSink& s) {
+          MX_RETURN_IF_ERROR(s.Write(v.data, v.nbytes));
+          Tick(v);
+          return Status::Ok();
+        }));
+        continue;
+      }
+      const std::string scale_name = p.view->name + qf_.scale_suffix;  // name ends in ".weight"
+      if (ckpt.Find(scale_name) != nullptr) {
+        return InvalidArgument("{}: already has a tensor {}", in_dir, scale_name);
+      }
+      MX_RETURN_IF_ERROR(AddQuantized(p, scale_name, writer));
     }
-    const int64_t n = v.shape[0], k = v.shape[1];
-    const std::vector<int64_t> code_shape{n, k * qf.code_bytes / qf.block};
-    const std::vector<int64_t> scale_shape{(n + qf.block_rows - 1) / qf.block_rows,
-                                           (k + qf.block - 1) / qf.block};
-    const ScaleMode mode = opts.scale_mode;
-    MX_RETURN_IF_ERROR(writer.AddLazy(v.name, qf.code_dtype, code_shape,
-                                      [&qf, &p, mode, &pool, &pending_scales, &tick](ByteSink& s) {
-                                        std::vector<uint8_t> packed, scales;
-                                        MX_RETURN_IF_ERROR(
-                                            QuantizeTensor(qf, p, mode, pool, &packed, &scales));
-                                        MX_RETURN_IF_ERROR(s.Write(packed.data(), packed.size()));
-                                        pending_scales[p.view->name] = std::move(scales);
-                                        tick(*p.view);
-                                        return Status::Ok();
-                                      }));
-    const std::string scale_name = v.name + qf.scale_suffix;  // v.name ends in ".weight"
-    if (ckpt.Find(scale_name) != nullptr) {
-      return InvalidArgument("{}: already has a tensor {}", in_dir, scale_name);
-    }
+    return Status::Ok();
+  }
+
+ private:
+  Status AddQuantized(const Plan& p, const std::string& scale_name, SafetensorsWriter* writer) {
+    const int64_t n = p.view->shape[0], k = p.view->shape[1];
+    const std::vector<int64_t> code_shape{n, k * qf_.code_bytes / qf_.block};
+    const std::vector<int64_t> scale_shape{(n + qf_.block_rows - 1) / qf_.block_rows,
+                                           (k + qf_.block - 1) / qf_.block};
     MX_RETURN_IF_ERROR(
-        writer.AddLazy(scale_name, qf.scale_dtype, scale_shape,
-                       [&qf, &p, mode, &pool, &pending_scales](ByteSink& s) {
-                         auto it = pending_scales.find(p.view->name);
-                         std::vector<uint8_t> scales;
-                         if (it != pending_scales.end()) {
-                           scales = std::move(it->second);
-                           pending_scales.erase(it);
-                         } else {  // written before its data (not in name order): quantize again
-                           std::vector<uint8_t> packed;
-                           MX_RETURN_IF_ERROR(QuantizeTensor(qf, p, mode, pool, &packed, &scales));
-                         }
-                         return s.Write(scales.data(), scales.size());
-                       }));
+        writer->AddLazy(p.view->name, qf_.code_dtype, code_shape, [this, &p](ByteSink& s) {
+          std::vector<uint8_t> packed, scales;
+          MX_RETURN_IF_ERROR(Quantize(p, &packed, &scales));
+          MX_RETURN_IF_ERROR(s.Write(packed.data(), packed.size()));
+          pending_scales_[p.view->name] = std::move(scales);
+          Tick(*p.view);
+          return Status::Ok();
+        }));
+    return writer->AddLazy(scale_name, qf_.scale_dtype, scale_shape, [this, &p](ByteSink& s) {
+      auto it = pending_scales_.find(p.view->name);
+      std::vector<uint8_t> scales;
+      if (it != pending_scales_.end()) {
+        scales = std::move(it->second);
+        pending_scales_.erase(it);
+      } else {  // written before its data (not in name order): quantize again
+        std::vector<uint8_t> packed;
+        MX_RETURN_IF_ERROR(Quantize(p, &packed, &scales));
+      }
+      return s.Write(scales.data(), scales.size());
+    });
   }
-  sum.out_bytes = writer.total_bytes();
-  MX_RETURN_IF_ERROR(writer.Write(tmp.string(), opts.max_shard_bytes));
-  sum.num_shards = static_cast<int>(writer.PlanShards(opts.max_shard_bytes).size());
 
-  config["quantization_config"] =
-      to_fp8 ? MakeFp8Config(ignored) : MakeQuarkConfig(opts.scale_mode, sum.exclude);
+  Status Quantize(const Plan& p, std::vector<uint8_t>* packed, std::vector<uint8_t>* scales) {
+    return QuantizeTensor(qf_, p, opts_.scale_mode, pool_, packed, scales);
+  }
+
+  void Tick(const TensorView& v) {
+    ++progress_.tensors_done;
+    progress_.bytes_done += v.nbytes;
+    progress_.current = v.name;
+    if (opts_.progress) opts_.progress(progress_);
+  }
+
+  const QuantFormat& qf_;
+  const QuantizeOptions& opts_;
+  ThreadPool pool_;
+  QuantizeProgress progress_;
+  std::map<std::string, std::vector<uint8_t>> pending_scales_;  // produced with the data
+};
+
+// Completes the output in `tmp` (config.json, the tokenizer and generation files copied from
+// `in`) and moves it to `out`, replacing an older output.
+Status PublishOutput(const fs::path& in, const fs::path& tmp, const fs::path& out,
+                     const nlohmann::ordered_json& config) {
+  std::error_code ec;
   MX_RETURN_IF_ERROR(WriteFile(tmp / "config.json", config.dump(2) + "\n"));
   for (const auto& entry : fs::directory_iterator(in, ec)) {
     const std::string name = entry.path().filename().string();
@@ -370,10 +382,50 @@ Result<QuantizeSummary> QuantizeCheckpoint(const std::string& in_dir, const std:
   }
   if (fs::exists(out, ec)) {
     fs::remove_all(out, ec);
-    if (ec) return IoError("{}: cannot remove the old output: {}", out_dir, ec.message());
+    if (ec) return IoError("{}: cannot remove the old output: {}", out.string(), ec.message());
   }
   fs::rename(tmp, out, ec);
-  if (ec) return IoError("{}: cannot move the output into place: {}", out_dir, ec.message());
+  if (ec) return IoError("{}: cannot move the output into place: {}", out.string(), ec.message());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<QuantizeSummary> QuantizeCheckpoint(const std::string& in_dir, const std::string& out_dir,
+                                           const QuantizeOptions& opts) {
+  const fs::path in(in_dir), out(out_dir);
+  std::error_code ec;
+  if (fs::exists(out, ec) && !opts.overwrite) {
+    return AlreadyExists("{}: output directory exists (use --overwrite to replace it)", out_dir);
+  }
+  if (fs::exists(out, ec) && fs::equivalent(in, out, ec)) {
+    return InvalidArgument("{}: the output directory is the input directory", out_dir);
+  }
+  MX_ASSIGN_OR_RETURN(const QuantFormat* qf, FindQuantFormat(opts.format));
+  MX_ASSIGN_OR_RETURN(InputConfig config, ReadInputConfig(in, *qf));
+  MX_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(in_dir));
+  QuantizeSummary sum;
+  std::vector<std::string> ignored;
+  MX_ASSIGN_OR_RETURN(std::vector<Plan> plan,
+                      PlanTensors(in_dir, ckpt, *qf, opts, config.mtp_layer, &sum, &ignored));
+
+  const fs::path tmp = out.parent_path() / fmt::format(".{}.tmp-{}", out.filename().string(),
+                                                       static_cast<long>(::getpid()));
+  fs::remove_all(tmp, ec);
+  TempDirGuard guard(tmp);
+  if (!fs::create_directories(tmp, ec)) {
+    return IoError("{}: cannot create: {}", tmp.string(), ec.message());
+  }
+  SafetensorsWriter writer;
+  PlannedWriter planned(*qf, opts, sum.in_bytes);
+  MX_RETURN_IF_ERROR(planned.Add(in_dir, ckpt, plan, &writer));
+  sum.out_bytes = writer.total_bytes();
+  MX_RETURN_IF_ERROR(writer.Write(tmp.string(), opts.max_shard_bytes));
+  sum.num_shards = static_cast<int>(writer.PlanShards(opts.max_shard_bytes).size());
+
+  config.json["quantization_config"] =
+      qf == &Fp8Format() ? MakeFp8Config(ignored) : MakeQuarkConfig(opts.scale_mode, sum.exclude);
+  MX_RETURN_IF_ERROR(PublishOutput(in, tmp, out, config.json));
   guard.Release();
   return sum;
 }

@@ -422,123 +422,79 @@ struct JobCleanup {
   }
 };
 
-}  // namespace
-
-void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
-  Server::Impl& impl = *this;
-  if (!impl.ready.load()) {
-    return SendError(ex, FromStatus(Status(StatusCode::kUnavailable, "the model is loading")));
-  }
-  if (impl.draining.load()) {
-    return SendError(ex,
-                     FromStatus(Status(StatusCode::kUnavailable, "the server is shutting down")));
-  }
+// The request's body parsed for its API into `job` (request, model, prompt ids).
+std::optional<ApiError> ParseJob(ApiKind kind, const std::string& raw, Server::Impl& impl,
+                                 Job* job) {
   Json body;
-  if (auto e = ParseBody(ex.request().body, &body, impl.options.limits.max_json_depth)) {
-    return SendError(ex, *e);
-  }
-  Job job;
-  job.start = Clock::now();
+  if (auto e = ParseBody(raw, &body, impl.options.limits.max_json_depth)) return e;
   std::optional<ApiError> err;
   switch (kind) {
     case ApiKind::kChat:
-      err = ParseChatRequest(body, impl.options.limits, &job.req);
+      err = ParseChatRequest(body, impl.options.limits, &job->req);
       break;
     case ApiKind::kCompletion:
-      err = ParseCompletionRequest(body, impl.options.limits, &job.req);
+      err = ParseCompletionRequest(body, impl.options.limits, &job->req);
       break;
     case ApiKind::kGenerate:
-      err = ParseGenerateRequest(body, impl.options.limits, &job.req);
+      err = ParseGenerateRequest(body, impl.options.limits, &job->req);
       break;
   }
-  body = Json();
-  if (err) return SendError(ex, *err);
-  if (auto e = impl.FindModel(job.req.model, &job.model)) return SendError(ex, *e);
-  if (auto e = Prepare(*job.model, job.req, &job.prep)) return SendError(ex, *e);
-  job.id = kind == ApiKind::kChat ? NewResponseId("chatcmpl-") : NewResponseId("cmpl-");
-  if (kind == ApiKind::kGenerate && !job.req.request_id.empty()) job.id = job.req.request_id;
-  job.created = UnixNow();
-  // Registered before submitting, so that the id is unique among running requests and an
-  // abort_all that comes meanwhile is seen (SubmitAll adds ids under jobs_mu).
-  if (!impl.RegisterJob(job.id, &job.active)) {
-    return SendError(ex, BadRequest("rid", fmt::format("a request with rid '{}' is already "
-                                                       "running",
-                                                       job.id)));
-  }
-  JobCleanup cleanup{impl, job};
-  if (auto e = SubmitAll(job, impl.jobs_mu)) return SendError(ex, *e);
+  if (err) return err;
+  if (auto e = impl.FindModel(job->req.model, &job->model)) return e;
+  if (auto e = Prepare(*job->model, job->req, &job->prep)) return e;
+  job->id = kind == ApiKind::kChat ? NewResponseId("chatcmpl-") : NewResponseId("cmpl-");
+  if (kind == ApiKind::kGenerate && !job->req.request_id.empty()) job->id = job->req.request_id;
+  job->created = UnixNow();
+  return std::nullopt;
+}
 
-  Job& j = job;
-  const bool stream = job.req.stream;
-  auto write = [&](const std::string& s) {
-    if (s.empty()) return !ex.ClientGone();
-    j.last_write = Clock::now();
-    return ex.Write(s);
-  };
-  std::function<bool(Choice&, const ChoiceDelta&)> on_delta;
-  std::function<bool()> heartbeat;
-  if (!stream) {
-    // note: nothing is sent before the result exists, so that a later error keeps its status
-    // and a client's own timeout can fire; the socket is watched for a hang-up meanwhile.
-    on_delta = [](Choice&, const ChoiceDelta&) { return true; };
-    heartbeat = [&] {
-      j.last_write = Clock::now();
-      return !ex.ClientGone();
-    };
-  } else {
-    if (!ex.BeginStream(200, "text/event-stream",
-                        {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}})) {
-      return;
-    }
-    // An SSE comment now and then keeps proxies from timing out a quiet stream.
-    auto last_ping = Clock::now();
-    heartbeat = [&, last_ping]() mutable {
-      if (ex.ClientGone()) return false;
-      if (Clock::now() - j.last_write < kSsePingPeriod ||
-          Clock::now() - last_ping < kSsePingPeriod) {
-        return true;
+using WriteFn = std::function<bool(const std::string&)>;
+using DeltaFn = std::function<bool(Choice&, const ChoiceDelta&)>;
+
+// How a streamed choice's delta becomes SSE events, per API.
+DeltaFn StreamDeltas(ApiKind kind, Job& j, HttpExchange& ex, const WriteFn& write) {
+  if (kind == ApiKind::kChat) {
+    return
+        [&j, write](Choice& c, const ChoiceDelta& d) { return write(ChatStreamEvents(j, c, d)); };
+  }
+  if (kind == ApiKind::kCompletion) {
+    return [&j, &ex, write](Choice& c, const ChoiceDelta& d) {
+      std::string text = d.content;
+      if (!c.sent_first && j.req.echo) text = j.prep.prompt_texts[c.prompt_index] + text;
+      c.sent_first = true;
+      if (text.empty() && !d.finish_reason && !(j.req.logprobs && !d.logprobs.empty())) {
+        return !ex.ClientGone();
       }
-      last_ping = Clock::now();
-      return write(": ping\n\n");
+      Json choices = Json::array({CompletionChoice(j, c, text, d, false)});
+      return write(SseEvent(CompletionObject(j, std::move(choices))));
     };
-    if (kind == ApiKind::kChat) {
-      on_delta = [&](Choice& c, const ChoiceDelta& d) { return write(ChatStreamEvents(j, c, d)); };
-    } else if (kind == ApiKind::kCompletion) {
-      on_delta = [&](Choice& c, const ChoiceDelta& d) {
-        std::string text = d.content;
-        if (!c.sent_first && j.req.echo) text = j.prep.prompt_texts[c.prompt_index] + text;
-        c.sent_first = true;
-        if (text.empty() && !d.finish_reason && !(j.req.logprobs && !d.logprobs.empty())) {
-          return !ex.ClientGone();
-        }
-        Json choices = Json::array({CompletionChoice(j, c, text, d, false)});
-        return write(SseEvent(CompletionObject(j, std::move(choices))));
-      };
-    } else {
-      on_delta = [&](Choice& c, const ChoiceDelta& d) {
-        c.cumulative += d.content;
-        return write(SseEvent(GenerateObject(j, c, c.cumulative, c.out->total())));
-      };
-    }
   }
-  if (!Pump(impl, j, on_delta, heartbeat)) return;  // the client is gone; nothing to answer
-  if (stream) {
-    std::string tail;
-    if (j.error) tail += SseEvent(j.error->ToJson());
-    if (j.req.include_usage && kind != ApiKind::kGenerate) {
-      Json u = kind == ApiKind::kChat ? Json{{"id", j.id},
-                                             {"object", "chat.completion.chunk"},
-                                             {"created", j.created},
-                                             {"model", j.model->name}}
-                                      : CompletionObject(j, Json::array());
-      u["choices"] = Json::array();
-      u["usage"] = UsageOf(j);
-      tail += SseEvent(u);
-    }
-    tail += kSseDone;
-    if (write(tail)) ex.End();
-    return;
+  return [&j, write](Choice& c, const ChoiceDelta& d) {
+    c.cumulative += d.content;
+    return write(SseEvent(GenerateObject(j, c, c.cumulative, c.out->total())));
+  };
+}
+
+// What a stream sends after its last delta: an error event, the usage chunk when asked for,
+// and the `[DONE]` terminator.
+std::string StreamTail(ApiKind kind, const Job& j) {
+  std::string tail;
+  if (j.error) tail += SseEvent(j.error->ToJson());
+  if (j.req.include_usage && kind != ApiKind::kGenerate) {
+    Json u = kind == ApiKind::kChat ? Json{{"id", j.id},
+                                           {"object", "chat.completion.chunk"},
+                                           {"created", j.created},
+                                           {"model", j.model->name}}
+                                    : CompletionObject(j, Json::array());
+    u["choices"] = Json::array();
+    u["usage"] = UsageOf(j);
+    tail += SseEvent(u);
   }
+  return tail + kSseDone;
+}
+
+// The whole answer of a request that did not stream.
+void SendFinal(ApiKind kind, Job& j, HttpExchange& ex) {
   if (j.error) return SendError(ex, *j.error);
   if (kind == ApiKind::kChat) return SendJson(ex, ChatResponse(j));
   if (kind == ApiKind::kCompletion) {
@@ -555,6 +511,67 @@ void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
   }
   const Choice& c = j.choices[0];
   SendJson(ex, GenerateObject(j, c, c.out->total().content, c.out->total()));
+}
+
+}  // namespace
+
+void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
+  if (!ready.load()) {
+    return SendError(ex, FromStatus(Status(StatusCode::kUnavailable, "the model is loading")));
+  }
+  if (draining.load()) {
+    return SendError(ex,
+                     FromStatus(Status(StatusCode::kUnavailable, "the server is shutting down")));
+  }
+  Job job;
+  job.start = Clock::now();
+  if (auto e = ParseJob(kind, ex.request().body, *this, &job)) return SendError(ex, *e);
+  // Registered before submitting, so that the id is unique among running requests and an
+  // abort_all that comes meanwhile is seen (SubmitAll adds ids under jobs_mu).
+  if (!RegisterJob(job.id, &job.active)) {
+    return SendError(ex, BadRequest("rid", fmt::format("a request with rid '{}' is already "
+                                                       "running",
+                                                       job.id)));
+  }
+  JobCleanup cleanup{*this, job};
+  if (auto e = SubmitAll(job, jobs_mu)) return SendError(ex, *e);
+
+  WriteFn write = [&](const std::string& s) {
+    if (s.empty()) return !ex.ClientGone();
+    job.last_write = Clock::now();
+    return ex.Write(s);
+  };
+  DeltaFn on_delta;
+  std::function<bool()> heartbeat;
+  if (!job.req.stream) {
+    // note: nothing is sent before the result exists, so that a later error keeps its status
+    // and a client's own timeout can fire; the socket is watched for a hang-up meanwhile.
+    on_delta = [](Choice&, const ChoiceDelta&) { return true; };
+    heartbeat = [&] {
+      job.last_write = Clock::now();
+      return !ex.ClientGone();
+    };
+  } else {
+    if (!ex.BeginStream(200, "text/event-stream",
+                        {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}})) {
+      return;
+    }
+    // An SSE comment now and then keeps proxies from timing out a quiet stream.
+    auto last_ping = Clock::now();
+    heartbeat = [&, last_ping]() mutable {
+      if (ex.ClientGone()) return false;
+      if (Clock::now() - job.last_write < kSsePingPeriod ||
+          Clock::now() - last_ping < kSsePingPeriod) {
+        return true;
+      }
+      last_ping = Clock::now();
+      return write(": ping\n\n");
+    };
+    on_delta = StreamDeltas(kind, job, ex, write);
+  }
+  if (!Pump(*this, job, on_delta, heartbeat)) return;  // the client is gone; nothing to answer
+  if (!job.req.stream) return SendFinal(kind, job, ex);
+  if (write(StreamTail(kind, job))) ex.End();
 }
 
 bool Server::Impl::HealthGenerate(std::string* why) {

@@ -6,6 +6,7 @@
 
 #include "grammar/tool_call_grammar.h"
 #include "grammar/vocab_tokenizer.h"
+#include "server/reasoning_parser.h"
 
 namespace mx::server {
 
@@ -38,6 +39,20 @@ grammar::GrammarCache& ServedModel::grammars() {
   return *grammars_;
 }
 
+namespace {
+
+// Renders a one-message conversation with no kwargs: does the prompt leave `<think>` open?
+bool TemplateOpensReasoning(const ServedModel& m) {
+  ChatRequest r;
+  r.messages.push_back({{"role", "user"}, {"content", "1+1="}});
+  r.bos_token = m.bos_token;
+  r.eos_token = m.eos_token;
+  auto prompt = m.chat_template->Render(MakeChatContext(r));
+  return prompt.ok() && PromptOpensReasoning(*prompt);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<ServedModel>> LoadServedModel(std::string name, const std::string& dir,
                                                      std::unique_ptr<Engine> engine) {
   namespace fs = std::filesystem;
@@ -53,6 +68,7 @@ Result<std::unique_ptr<ServedModel>> LoadServedModel(std::string name, const std
       auto t = ChatTemplate::Parse(tc.chat_template, dir + "/tokenizer_config.json:chat_template");
       if (!t.ok()) return t.status();
       m->chat_template.emplace(std::move(*t));
+      m->thinking_default = TemplateOpensReasoning(*m);
     }
   }
   return m;

@@ -35,6 +35,10 @@ struct ServedModel {
   std::optional<ChatTemplate> chat_template;  // none: chat requests are a 400
   std::string bos_token;
   std::string eos_token;
+  // Whether the chat template opens a `<think>` block when a request does not say
+  // (chat_template_kwargs.enable_thinking absent): the model's own default, which the web page
+  // starts from. False without a template.
+  bool thinking_default = false;
   int64_t created = 0;  // unix seconds, for /v1/models
   ModelMetrics metrics;
   ModelInfo info;

@@ -27,6 +27,8 @@ Json ModelJson(const ServedModel& m) {
       {"kv_cache_dtype", i.kv_cache_dtype},
       {"tuned_configs", i.tuned_configs},
       {"context_window", m.engine->context_window()},
+      {"chat_template", m.chat_template.has_value()},
+      {"thinking_default", m.thinking_default},
       {"requests",
        {{"running", s.running},
         {"queued", s.queued},

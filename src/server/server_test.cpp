@@ -683,6 +683,24 @@ TEST(Server, WebPageIsPublicUnderApiKeyButItsDataIsNot) {
   EXPECT_EQ(Json::parse(ok->body)["auth"], true);
 }
 
+// A model's thinking default is its chat template's: GLM-5.2's opens <think> unless a request
+// says otherwise, the bundled model's (trained on non-thinking turns) closes it. The web page
+// starts its thinking box from /get_server_info's thinking_default.
+TEST(Server, ThinkingDefaultComesFromTheChatTemplate) {
+  const std::string glm52 = std::string(MX_SOURCE_DIR) + "/tests/data/tiny-glm52";
+  for (const auto& [dir, want] : {std::pair{kModelDir, false}, std::pair{glm52, true}}) {
+    auto engine = std::make_unique<FakeEngine>(std::vector<int32_t>{0}, std::vector<int32_t>{0},
+                                               std::chrono::milliseconds(1), 1, 64);
+    auto m = LoadServedModel("m", dir, std::move(engine));
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ((*m)->thinking_default, want) << dir;
+  }
+  Harness h("46");
+  Json j = Json::parse(h.client->Get("/get_server_info")->body);
+  EXPECT_EQ(j["models"][0]["chat_template"], true);
+  EXPECT_EQ(j["models"][0]["thinking_default"], false);
+}
+
 TEST(Server, ServerInfoHasTheStatusFields) {
   Harness h("<think>add</think>46");
   auto before = Json::parse(h.client->Get("/get_server_info")->body);

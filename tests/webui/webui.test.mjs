@@ -60,6 +60,21 @@ test('the page asks for the API key, then shows the model status', async () => {
   assert.equal(await tile('kv').textContent(), '0 / 1024'); // 65536 tokens / 64 per page
   assert.equal(await tile('running').textContent(), '0');
   assert.equal(await page.locator('#model').inputValue(), 'arith');
+  // The thinking box starts at the model's default (its chat template's): off for the bundled
+  // model, trained on non-thinking turns; on while the server says a template opens <think>;
+  // back to off when it says so again, since the user has not touched the box.
+  const info = await (await fetch(srv.base + '/get_server_info', { headers: AUTH })).json();
+  assert.equal(info.models[0].thinking_default, false);
+  assert.equal(await page.locator('#thinking').isChecked(), false);
+  await page.route('**/get_server_info', async (route) => {
+    const real = await route.fetch();
+    const j = await real.json();
+    for (const m of j.models) m.thinking_default = true;
+    await route.fulfill({ response: real, json: j });
+  });
+  await page.waitForFunction(() => document.querySelector('#thinking').checked);
+  await page.unroute('**/get_server_info');
+  await page.waitForFunction(() => !document.querySelector('#thinking').checked);
   // The key lives only in the page's memory: not in storage, cookies or the URL.
   const stored = await page.evaluate(() => JSON.stringify([localStorage, sessionStorage, document.cookie, location.href]));
   assert.ok(!stored.includes(KEY), stored);
@@ -176,7 +191,6 @@ test('reasoning, answer and tool calls render apart (a canned SSE stream)', asyn
     await page.unroute('**/v1/chat/completions');
     await page.fill('#tools', '');
     await page.click('#tools-box summary');
-    await page.check('#thinking');
   }
 });
 

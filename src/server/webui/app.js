@@ -214,6 +214,16 @@ function syncModelSelect(names, defaultName) {
   select.value = names.includes(keep) ? keep : defaultName || names[0] || '';
 }
 
+// The thinking box follows the selected model's default (its chat template's, from
+// /get_server_info) until the user sets it.
+let thinkingSetByUser = false;
+let modelsByName = new Map();
+
+function syncThinking() {
+  const m = modelsByName.get($('model').value);
+  if (!thinkingSetByUser && m) $('thinking').checked = Boolean(m.thinking_default);
+}
+
 function needKey(message) {
   $('auth').hidden = false;
   $('status-error').hidden = false;
@@ -239,6 +249,8 @@ async function poll() {
     const now = Date.now();
     for (const m of info.models) renderModel(m, now);
     syncModelSelect(info.models.map((m) => m.name), info.default_model);
+    modelsByName = new Map(info.models.map((m) => [m.name, m]));
+    syncThinking();
     $('status-age').textContent = `updated ${new Date(now).toLocaleTimeString()}`;
   } catch (e) {
     setState('unreachable', 'bad');
@@ -478,6 +490,8 @@ function init() {
     }
   });
   $('stop').addEventListener('click', () => controller?.abort());
+  $('thinking').addEventListener('change', () => { thinkingSetByUser = true; });
+  $('model').addEventListener('change', syncThinking);
   $('clear').addEventListener('click', () => {
     if (controller) controller.abort();
     history.length = 0;
