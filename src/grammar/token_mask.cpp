@@ -75,6 +75,59 @@ int64_t TokenBitmask::Count() const {
   return n;
 }
 
+namespace {
+
+// The accepted tokens as a bitmask when they are many.
+void Densify(int32_t vocab_size, PositionMasks* m) {
+  if (static_cast<int64_t>(m->accepted.size()) * 32 <= vocab_size) return;
+  m->accepted_set.assign((static_cast<size_t>(vocab_size) + 63) / 64, 0);
+  for (int32_t id : m->accepted) m->accepted_set[id >> 6] |= uint64_t{1} << (id & 63);
+  m->accepted.clear();
+  m->accepted.shrink_to_fit();
+}
+
+int64_t BytesOf(const std::string& sig, const PositionMasks& m) {
+  return static_cast<int64_t>(sig.size() + 4 * (m.accepted.size() + m.uncertain.size()) +
+                              8 * m.accepted_set.size());
+}
+
+}  // namespace
+
+std::shared_ptr<const PositionMasks> SharedMasks::Find(const std::string& sig) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(sig);
+  if (it == map_.end()) return nullptr;
+  ++hits_;
+  return it->second;
+}
+
+void SharedMasks::Put(std::string sig, std::shared_ptr<const PositionMasks> m) {
+  const int64_t n = BytesOf(sig, *m);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (bytes_ + n > max_bytes_) return;
+  if (map_.try_emplace(std::move(sig), std::move(m)).second) bytes_ += n;
+}
+
+void SharedMasks::set_max_bytes(int64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  max_bytes_ = n;
+}
+
+int64_t SharedMasks::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(map_.size());
+}
+
+int64_t SharedMasks::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
+
+int64_t SharedMasks::hits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return hits_;
+}
+
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> g,
                                  std::shared_ptr<const VocabIndex> v, MaskCacheOptions opt)
     : g_(std::move(g)), v_(std::move(v)), opt_(opt) {}
@@ -104,8 +157,24 @@ std::shared_ptr<const PositionMasks> CompiledGrammar::Masks(
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
   }
-  std::shared_ptr<const PositionMasks> m = Compute(key);  // outside the lock; a race only
-  std::lock_guard<std::mutex> lock(mu_);                  // computes the same thing twice
+  // Computed outside the lock; a race only computes the same thing twice.
+  std::string sig;
+  std::shared_ptr<const PositionMasks> m;
+  if (opt_.share) {
+    sig = Signature(key);
+    if (!sig.empty()) m = v_->shared_masks().Find(sig);
+  }
+  if (m == nullptr) {
+    if (opt_.refine && key.size() > 2) {
+      std::vector<uint32_t> parent(key.begin(), key.end() - 2);
+      parent.push_back(kKeyCut);
+      m = Refine(key, *Masks(parent));
+    } else {
+      m = Compute(key);
+    }
+    if (!sig.empty()) v_->shared_masks().Put(std::move(sig), m);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
   if (static_cast<int64_t>(cache_.size()) >= opt_.max_entries) return m;
   return cache_.try_emplace(key, std::move(m)).first->second;
 }
@@ -122,10 +191,7 @@ std::shared_ptr<PositionMasks> CompiledGrammar::Compute(const std::vector<uint32
   std::vector<StackArena::State> st(depth_n);
   std::vector<char> cut_seen(depth_n, 0);
   std::vector<size_t> mark(depth_n, 0);
-  // The key's stack, bottom first, over kCut (or kRoot when the key is the whole stack).
-  uint32_t node = key.back() == kKeyRoot ? StackArena::kRoot : StackArena::kCut;
-  for (size_t k = key.size() - 1; k-- > 0;) node = arena.Push(key[k], node);
-  st[0].tops.push_back(node);
+  st[0].tops.push_back(BuildStack(key, &arena));
   mark[0] = arena.size();
   auto out = std::make_shared<PositionMasks>();
   auto add_range = [&](std::vector<int32_t>* v, uint32_t a, uint32_t b) {
@@ -153,14 +219,113 @@ std::shared_ptr<PositionMasks> CompiledGrammar::Compute(const std::vector<uint32
     mark[d] = arena.size();
     ++i;
   }
-  const int32_t V = v_->size();
-  if (static_cast<int64_t>(out->accepted.size()) * 32 > V) {
-    out->accepted_set.assign((static_cast<size_t>(V) + 63) / 64, 0);
-    for (int32_t id : out->accepted) out->accepted_set[id >> 6] |= uint64_t{1} << (id & 63);
-    out->accepted.clear();
-    out->accepted.shrink_to_fit();
-  }
+  Densify(v_->size(), out.get());
   return out;
+}
+
+std::shared_ptr<PositionMasks> CompiledGrammar::Refine(const std::vector<uint32_t>& key,
+                                                       const PositionMasks& parent) const {
+  auto out = std::make_shared<PositionMasks>();
+  out->accepted = parent.accepted;
+  out->accepted_set = parent.accepted_set;
+  if (parent.uncertain.empty()) return out;
+  const VocabIndex::Trie& t = v_->trie();
+  StackArena arena(*g_);
+  const size_t depth_n = static_cast<size_t>(t.max_depth) + 1;
+  std::vector<StackArena::State> st(depth_n);
+  std::vector<char> cut_seen(depth_n, 0);
+  std::vector<size_t> mark(depth_n, 0);
+  st[0].tops.push_back(BuildStack(key, &arena));
+  mark[0] = arena.size();
+  // The parent's uncertain tokens are sorted by bytes: consecutive ones share prefixes, whose
+  // states are kept (as in TokenMatcher::CheckUncertain). Each token ends as Compute would
+  // leave it at its trie node: accepted, uncertain (it ran past the key's frames) or refused.
+  std::string_view prev;
+  size_t valid = 0;  // st[0..valid] hold prev's prefixes
+  for (int32_t id : parent.uncertain) {
+    const std::string& b = v_->bytes(id);
+    size_t d = 0;
+    const size_t lim = std::min({valid, prev.size(), b.size()});
+    while (d < lim && prev[d] == b[d]) ++d;
+    arena.Truncate(mark[d]);
+    bool died = false;
+    for (; d < b.size(); ++d) {
+      if (st[d].tops.empty()) {
+        died = true;
+        break;
+      }
+      arena.Advance(st[d], static_cast<uint8_t>(b[d]), &st[d + 1]);
+      mark[d + 1] = arena.size();
+      cut_seen[d + 1] = static_cast<char>(cut_seen[d] || st[d + 1].cut);
+    }
+    valid = d;
+    prev = b;
+    bool uncertain = false;
+    if (died) {
+      uncertain = cut_seen[d] != 0;
+    } else if (st[d].Live()) {
+      if (out->accepted_set.empty()) {
+        out->accepted.push_back(id);
+      } else {
+        out->accepted_set[id >> 6] |= uint64_t{1} << (id & 63);
+      }
+    } else {
+      uncertain = d > 0 && cut_seen[d - 1] != 0;
+    }
+    if (uncertain) out->uncertain.push_back(id);
+  }
+  Densify(v_->size(), out.get());
+  return out;
+}
+
+uint32_t CompiledGrammar::BuildStack(const std::vector<uint32_t>& key, StackArena* arena) {
+  // Bottom first, over kCut (or kRoot when the key is the whole stack).
+  uint32_t node = key.back() == kKeyRoot ? StackArena::kRoot : StackArena::kCut;
+  for (size_t k = key.size() - 1; k-- > 0;) node = arena->Push(key[k], node);
+  return node;
+}
+
+std::string CompiledGrammar::Signature(const std::vector<uint32_t>& key) const {
+  const Grammar& g = *g_;
+  std::string s;
+  std::unordered_map<uint32_t, uint32_t> number;  // rule -> its number in order met
+  std::vector<uint32_t> order;
+  int64_t budget = opt_.max_signature_elems;
+  auto put32 = [&](uint32_t x) { s.append(reinterpret_cast<const char*>(&x), sizeof x); };
+  // The elements from `pos` to the end of its alternative.
+  auto seq = [&](uint32_t pos) {
+    for (;; ++pos) {
+      if (--budget < 0) return false;
+      const Elem& e = g.elems[pos];
+      if (e.kind == Elem::kEnd) {
+        s.push_back('E');
+        return true;
+      }
+      if (e.kind == Elem::kClass) {
+        s.push_back('C');
+        s.append(reinterpret_cast<const char*>(g.classes[e.id].bits.data()),
+                 sizeof g.classes[e.id].bits);
+      } else {
+        const auto [it, fresh] = number.try_emplace(e.id, static_cast<uint32_t>(order.size()));
+        if (fresh) order.push_back(e.id);
+        s.push_back('R');
+        put32(it->second);
+      }
+    }
+  };
+  for (size_t k = 0; k + 1 < key.size(); ++k) {
+    if (!seq(key[k])) return {};
+  }
+  put32(key.back());
+  for (size_t r = 0; r < order.size(); ++r) {  // grows as rules are met
+    const std::vector<uint32_t>& alts = g.rule_alts[order[r]];
+    s.push_back('A');
+    put32(static_cast<uint32_t>(alts.size()));
+    for (uint32_t a : alts) {
+      if (!seq(a)) return {};
+    }
+  }
+  return s;
 }
 
 TokenMatcher::TokenMatcher(std::shared_ptr<const CompiledGrammar> cg)

@@ -32,6 +32,36 @@
 
 namespace mx::grammar {
 
+// What one stack suffix decides by itself (see the file comment).
+struct PositionMasks {
+  std::vector<int32_t> accepted;       // sparse form, when few
+  std::vector<uint64_t> accepted_set;  // dense form, when many (then `accepted` is empty)
+  std::vector<int32_t> uncertain;      // need the real stack (sorted by bytes)
+};
+
+// Masks shared by every grammar over one vocabulary, keyed by the signature of a cache key:
+// the key's stack written out with every rule it can reach, renumbered in the order met, so
+// two grammars that contain the same sub-grammar (a JSON string, a number: the schema
+// compiler writes them alike in every schema) give the same signature. The signature is the
+// whole text, not a hash, so equal signatures mean equal languages and equal masks. Bounded by
+// the bytes the masks hold; past it nothing more is kept (masks stay exact).
+class SharedMasks {
+ public:
+  std::shared_ptr<const PositionMasks> Find(const std::string& sig) const;
+  void Put(std::string sig, std::shared_ptr<const PositionMasks> m);
+  void set_max_bytes(int64_t n);
+  int64_t size() const;
+  int64_t bytes() const;
+  int64_t hits() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const PositionMasks>> map_;
+  int64_t bytes_ = 0;
+  int64_t max_bytes_ = int64_t{256} << 20;
+  mutable int64_t hits_ = 0;
+};
+
 // The vocabulary as bytes, with its end-of-sequence ids, in a trie.
 class VocabIndex {
  public:
@@ -57,11 +87,14 @@ class VocabIndex {
     uint16_t max_depth = 0;
   };
   const Trie& trie() const { return trie_; }
+  // Shared by every CompiledGrammar over this vocabulary (thread-safe).
+  SharedMasks& shared_masks() const { return *shared_; }
 
  private:
   std::vector<std::string> bytes_;
   std::vector<int32_t> eos_;
   Trie trie_;
+  std::unique_ptr<SharedMasks> shared_ = std::make_unique<SharedMasks>();
 };
 
 // A bitmask over the vocabulary.
@@ -80,13 +113,6 @@ class TokenBitmask {
   std::vector<uint64_t> words_;
 };
 
-// What one stack suffix decides by itself (see the file comment).
-struct PositionMasks {
-  std::vector<int32_t> accepted;       // sparse form, when few
-  std::vector<uint64_t> accepted_set;  // dense form, when many (then `accepted` is empty)
-  std::vector<int32_t> uncertain;      // need the real stack (sorted by bytes)
-};
-
 struct MaskCacheOptions {
   // Return frames below the top in a cache key (0: the top's own rule alone). More frames
   // leave fewer tokens to check per step and make more distinct keys (each a vocabulary walk
@@ -95,6 +121,14 @@ struct MaskCacheOptions {
   // Cached suffixes per compiled grammar (a client's grammar decides how many it meets); past
   // it masks are still exact, computed each time and not kept.
   int64_t max_entries = 4096;
+  // A key with frames is computed from its parent (the key one frame shorter): the parent's
+  // accepted and rejected tokens hold whatever lies deeper, so only its uncertain tokens are
+  // walked. Inside a JSON string the parent's uncertain tokens are the few that close it.
+  bool refine = true;
+  // Look keys up in the vocabulary's SharedMasks (by signature) before walking; sub-grammars
+  // larger than max_signature_elems elements are not signed (kept per grammar only).
+  bool share = true;
+  int32_t max_signature_elems = 4096;
 };
 
 class CompiledGrammar {
@@ -119,6 +153,13 @@ class CompiledGrammar {
     size_t operator()(const std::vector<uint32_t>& k) const;
   };
   std::shared_ptr<PositionMasks> Compute(const std::vector<uint32_t>& key) const;
+  // The masks of `key` from those of its parent (see MaskCacheOptions::refine).
+  std::shared_ptr<PositionMasks> Refine(const std::vector<uint32_t>& key,
+                                        const PositionMasks& parent) const;
+  // The key's sub-grammar written out (see SharedMasks); empty when too large.
+  std::string Signature(const std::vector<uint32_t>& key) const;
+  // The key's stack in `arena` (over kCut, or kRoot when the key is exact).
+  static uint32_t BuildStack(const std::vector<uint32_t>& key, StackArena* arena);
   std::shared_ptr<const Grammar> g_;
   std::shared_ptr<const VocabIndex> v_;
   MaskCacheOptions opt_;

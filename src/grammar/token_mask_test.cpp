@@ -180,6 +180,51 @@ TEST(TokenMask, EqualsBruteForceWithEveryCacheDepthAndAFullCache) {
   CheckMasks(v, Specs(4), 1, 9, {v->size() - 1}, full);
 }
 
+// Keys computed each by a whole walk (no refinement from the parent key, nothing shared
+// between grammars) give the brute-force masks too; the default path is checked above.
+TEST(TokenMask, EqualsBruteForceWithoutRefinementOrSharing) {
+  auto v = SyntheticVocab(3000, 7);
+  MaskCacheOptions plain;
+  plain.refine = false;
+  plain.share = false;
+  CheckMasks(v, Specs(4), 2, 11, {v->size() - 1}, plain);
+}
+
+// Random schemas over one vocabulary: the states they have in common (inside a string, a
+// number) come from the vocabulary's shared masks, and every mask still equals brute force,
+// with refinement and sharing, and with each alone.
+TEST(TokenMask, MasksSharedAcrossSchemasEqualBruteForce) {
+  std::vector<ConstraintSpec> specs;
+  testing::SchemaGenerator gen(17);
+  for (int i = 0; i < 12; ++i)
+    specs.push_back({ConstraintKind::kJsonSchema, gen.Next().dump(), {}});
+  for (int mode = 0; mode < 3; ++mode) {
+    SCOPED_TRACE(mode);
+    auto v = SyntheticVocab(3000, 8 + mode);
+    MaskCacheOptions m;
+    m.refine = mode != 1;
+    m.share = mode != 2;
+    CheckMasks(v, specs, 2, 21 + mode, {v->size() - 1}, m);
+    if (m.share) {
+      EXPECT_GT(v->shared_masks().size(), 0);
+      EXPECT_GT(v->shared_masks().hits(), 0);  // later schemas reuse earlier ones' masks
+    } else {
+      EXPECT_EQ(v->shared_masks().size(), 0);
+    }
+  }
+}
+
+// The shared masks stay within their byte bound (and masks stay exact past it).
+TEST(TokenMask, SharedMasksStayWithinTheirBound) {
+  auto v = SyntheticVocab(3000, 12);
+  v->shared_masks().set_max_bytes(64 << 10);
+  std::vector<ConstraintSpec> specs;
+  testing::SchemaGenerator gen(19);
+  for (int i = 0; i < 6; ++i) specs.push_back({ConstraintKind::kJsonSchema, gen.Next().dump(), {}});
+  CheckMasks(v, specs, 2, 31, {v->size() - 1});
+  EXPECT_LE(v->shared_masks().bytes(), 64 << 10);
+}
+
 TEST(TokenMask, EosOnlyWhenTheGrammarCanEndAndSpecialTokensNever) {
   const Bundled& b = BundledVocab();
   GrammarCache cache(b.vocab);
