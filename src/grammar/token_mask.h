@@ -123,12 +123,14 @@ struct MaskCacheOptions {
   int64_t max_entries = 4096;
   // A key with frames is computed from its parent (the key one frame shorter): the parent's
   // accepted and rejected tokens hold whatever lies deeper, so only its uncertain tokens are
-  // walked. Inside a JSON string the parent's uncertain tokens are the few that close it.
-  bool refine = true;
+  // walked. Off by default: the parent is computed first (recursively), and near the top of
+  // a JSON string a parent's uncertain tokens are most of the vocabulary, so the chain walks
+  // more than the key alone would; sharing (below) is what saves the first visits.
+  bool refine = false;
   // Look keys up in the vocabulary's SharedMasks (by signature) before walking; sub-grammars
   // larger than max_signature_elems elements are not signed (kept per grammar only).
   bool share = true;
-  int32_t max_signature_elems = 4096;
+  int32_t max_signature_elems = 512;
 };
 
 class CompiledGrammar {

@@ -180,8 +180,8 @@ TEST(TokenMask, EqualsBruteForceWithEveryCacheDepthAndAFullCache) {
   CheckMasks(v, Specs(4), 1, 9, {v->size() - 1}, full);
 }
 
-// Keys computed each by a whole walk (no refinement from the parent key, nothing shared
-// between grammars) give the brute-force masks too; the default path is checked above.
+// Keys computed each by a whole walk (nothing shared between grammars) give the brute-force
+// masks too; the default path is checked above.
 TEST(TokenMask, EqualsBruteForceWithoutRefinementOrSharing) {
   auto v = SyntheticVocab(3000, 7);
   MaskCacheOptions plain;
@@ -202,7 +202,7 @@ TEST(TokenMask, MasksSharedAcrossSchemasEqualBruteForce) {
     SCOPED_TRACE(mode);
     auto v = SyntheticVocab(3000, 8 + mode);
     MaskCacheOptions m;
-    m.refine = mode != 1;
+    m.refine = mode != 1;  // modes: both, sharing alone, refinement alone
     m.share = mode != 2;
     CheckMasks(v, specs, 2, 21 + mode, {v->size() - 1}, m);
     if (m.share) {
