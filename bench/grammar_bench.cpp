@@ -32,7 +32,6 @@
 
 namespace {
 
-using mx::grammar::CompiledGrammar;
 using mx::grammar::ConstraintKind;
 using mx::grammar::GrammarCache;
 using mx::grammar::TokenBitmask;
