@@ -21,6 +21,7 @@
 #include "engine/dp_engine.h"
 #include "engine/model_factory.h"
 #include "engine/tp_runner.h"
+#include "grammar/constraint.h"
 #include "parallel/mpi_communicator.h"
 #include "server/server.h"
 
@@ -347,6 +348,40 @@ VerbRun SetupServe(CLI::App& app) {
   sub->add_option("--shutdown-timeout", a->shutdown_timeout_s,
                   "seconds running requests may take to finish after SIGTERM")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  // Structured output: a client's schema, regex or grammar decides these sizes (beyond: 400).
+  grammar::GrammarCacheOptions& g = a->server.grammars;
+  sub->add_option("--grammar-max-source-bytes", g.limits.max_source_bytes,
+                  "size of one schema, regex or grammar text (beyond: 400)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->capture_default_str();
+  sub->add_option("--grammar-max-depth", g.limits.max_depth,
+                  "nesting in a schema, regex or grammar (beyond: 400)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  sub->add_option("--grammar-max-elements", g.limits.max_elements,
+                  "elements a compiled grammar may have (beyond: 400)")
+      ->check(CLI::Range(int64_t{16}, int64_t{1} << 30))
+      ->capture_default_str();
+  sub->add_option("--grammar-max-rules", g.limits.max_rules,
+                  "rules a compiled grammar may have (beyond: 400)")
+      ->check(CLI::Range(int64_t{4}, int64_t{1} << 30))
+      ->capture_default_str();
+  sub->add_option("--grammar-max-repeat", g.limits.max_repeat,
+                  "a bounded repetition's upper bound (maxLength, maxItems, {m,n}; beyond: 400)")
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  sub->add_option("--grammar-cache-size", g.capacity,
+                  "compiled grammars kept per model (least recently used dropped)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  sub->add_option("--grammar-mask-cache-entries", g.masks.max_entries,
+                  "cached token masks per compiled grammar (past it masks are computed each step)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24))
+      ->capture_default_str();
+  sub->add_option("--grammar-shared-mask-bytes", g.masks.shared_max_bytes,
+                  "bytes of token masks shared across grammars per model")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
       ->capture_default_str();
   EngineOptions& e = a->engine;
   sub->add_option("--dp", a->dp,

@@ -87,7 +87,10 @@ GrammarCache::GrammarCache(std::shared_ptr<const VocabIndex> vocab, GrammarCache
                            std::shared_ptr<const VocabIndex> tool_vocab)
     : vocab_(std::move(vocab)),
       tool_vocab_(tool_vocab ? std::move(tool_vocab) : vocab_),
-      opt_(std::move(opt)) {}
+      opt_(opt) {
+  vocab_->shared_masks().set_max_bytes(opt_.masks.shared_max_bytes);
+  tool_vocab_->shared_masks().set_max_bytes(opt_.masks.shared_max_bytes);
+}
 
 Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::Get(const ConstraintSpec& spec) {
   const std::string key = spec.Key();

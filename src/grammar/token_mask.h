@@ -131,6 +131,8 @@ struct MaskCacheOptions {
   // larger than max_signature_elems elements are not signed (kept per grammar only).
   bool share = true;
   int32_t max_signature_elems = 512;
+  // The vocabulary's SharedMasks bound, set by the GrammarCache that uses it.
+  int64_t shared_max_bytes = int64_t{256} << 20;
 };
 
 class CompiledGrammar {

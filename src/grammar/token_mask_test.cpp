@@ -217,12 +217,51 @@ TEST(TokenMask, MasksSharedAcrossSchemasEqualBruteForce) {
 // The shared masks stay within their byte bound (and masks stay exact past it).
 TEST(TokenMask, SharedMasksStayWithinTheirBound) {
   auto v = SyntheticVocab(3000, 12);
-  v->shared_masks().set_max_bytes(64 << 10);
   std::vector<ConstraintSpec> specs;
   testing::SchemaGenerator gen(19);
   for (int i = 0; i < 6; ++i) specs.push_back({ConstraintKind::kJsonSchema, gen.Next().dump(), {}});
-  CheckMasks(v, specs, 2, 31, {v->size() - 1});
+  MaskCacheOptions m;
+  m.shared_max_bytes = 64 << 10;
+  CheckMasks(v, specs, 2, 31, {v->size() - 1}, m);
+  EXPECT_GT(v->shared_masks().size(), 0);
   EXPECT_LE(v->shared_masks().bytes(), 64 << 10);
+}
+
+// Many distinct schemas through one cache with small bounds (the --grammar-cache-size and
+// --grammar-mask-cache-entries flags): every compiled grammar keeps at most its cap of masks,
+// and the masks past it stay exact (CheckMasks compares each with brute force).
+TEST(TokenMask, MaskCacheStaysWithinItsCapUnderManySchemas) {
+  auto v = SyntheticVocab(3000, 13);
+  GrammarCacheOptions opt;
+  opt.masks.max_entries = 6;
+  opt.capacity = 4;
+  GrammarCache cache(v, opt);
+  testing::SchemaGenerator gen(23);
+  std::mt19937_64 rng(5);
+  std::set<std::string> distinct;
+  for (int i = 0; i < 30; ++i) {
+    const std::string schema = gen.Next().dump();
+    distinct.insert(schema);
+    auto cg = cache.Get({ConstraintKind::kJsonSchema, schema, {}});
+    ASSERT_TRUE(cg.ok());
+    TokenMatcher tm(*cg);
+    for (int step = 0; step < 30 && !tm.Terminated(); ++step) {
+      TokenBitmask mask;
+      tm.FillMask(&mask);
+      std::vector<int32_t> allowed;
+      for (int32_t id = 0; id < v->size(); ++id) {
+        if (mask.Test(id)) allowed.push_back(id);
+      }
+      ASSERT_FALSE(allowed.empty());
+      ASSERT_TRUE(tm.AcceptToken(allowed[rng() % allowed.size()]));
+    }
+    EXPECT_LE((*cg)->cached(), 6);
+  }
+  EXPECT_GT(distinct.size(), 20u);
+  EXPECT_GE(cache.misses(), static_cast<int64_t>(distinct.size()));  // capacity 4: recompiled
+  MaskCacheOptions small;
+  small.max_entries = 3;
+  CheckMasks(v, Specs(2), 1, 41, {v->size() - 1}, small);
 }
 
 TEST(TokenMask, EosOnlyWhenTheGrammarCanEndAndSpecialTokensNever) {

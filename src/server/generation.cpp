@@ -156,8 +156,11 @@ std::optional<ApiError> SubmitAll(Job& job, Mutex& jobs_mu) {
     if (!g.ok()) {
       ApiError e = BadRequest(
           r.constraint_param,
-          fmt::format("{} {}: {}", r.constraint_param,
-                      grammar::ConstraintKindName(r.constraint->kind), g.status().message()));
+          fmt::format("{} {}: {}{}", r.constraint_param,
+                      grammar::ConstraintKindName(r.constraint->kind), g.status().message(),
+                      g.status().code() == StatusCode::kResourceExhausted
+                          ? " (the server's --grammar-max-* flags set the limits)"
+                          : ""));
       return e;
     }
     r.gen.constraint = *g;

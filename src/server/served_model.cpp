@@ -33,7 +33,7 @@ grammar::GrammarCache& ServedModel::grammars() {
                                     std::vector<std::string>(std::begin(grammar::kToolCallTags),
                                                              std::end(grammar::kToolCallTags)));
     grammars_ = std::make_unique<grammar::GrammarCache>(
-        grammar::VocabFromTokenizer(tokenizer, std::move(eos), n), grammar::GrammarCacheOptions{},
+        grammar::VocabFromTokenizer(tokenizer, std::move(eos), n), grammar_options,
         std::move(tool_vocab));
   });
   return *grammars_;

@@ -42,6 +42,8 @@ struct ServedModel {
   int64_t created = 0;  // unix seconds, for /v1/models
   ModelMetrics metrics;
   ModelInfo info;
+  // Limits of the grammars (set before the first grammars() call; Server::AddModel sets them).
+  grammar::GrammarCacheOptions grammar_options;
 
   ServedModel(std::string name, std::string dir, std::unique_ptr<Engine> engine,
               tok::Tokenizer tokenizer);

@@ -91,6 +91,7 @@ Server::~Server() { Shutdown(); }
 int Server::port() const { return impl_->bound_port; }
 
 void Server::AddModel(std::unique_ptr<ServedModel> model) {
+  model->grammar_options = impl_->options.grammars;
   impl_->models.push_back(std::move(model));
 }
 

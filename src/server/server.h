@@ -21,6 +21,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "grammar/constraint.h"
 #include "server/http_server.h"
 #include "server/request_parse.h"
 #include "server/served_model.h"
@@ -36,6 +37,7 @@ struct ServerOptions {
   std::chrono::milliseconds shutdown_timeout{30000};
   std::chrono::milliseconds disconnect_poll{20};  // client-gone check while waiting on the engine
   RequestLimits limits;
+  grammar::GrammarCacheOptions grammars;  // structured-output limits, for every model
   bool webui = true;  // the status + playground page at / (webui.h); --no-webui turns it off
 };
 

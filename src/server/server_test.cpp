@@ -776,6 +776,16 @@ TEST(Server, ASecondServerOnABusyPortFailsToBind) {
 namespace mx::server {
 namespace {
 
+// A chat request with `field` added is a 400 whose body contains `want`.
+template <typename H>
+void ExpectChat400(H& h, const std::string& field, const std::string& want) {
+  auto e = h.Post("/v1/chat/completions",
+                  R"({"model":"arith","messages":[{"role":"user","content":"hi"}],)" + field + "}");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 400) << field << ": " << e->body;
+  EXPECT_NE(e->body.find(want), std::string::npos) << field << ": " << e->body;
+}
+
 // Structured output end to end on the bundled model: the answer follows the schema, streaming
 // and not; sglang and vLLM fields; bad constraints are 400s that name the problem.
 TEST(Server, StructuredOutputOnTheBundledModel) {
@@ -842,12 +852,40 @@ TEST(Server, StructuredOutputOnTheBundledModel) {
       {R"("guided_choice":[])", "guided_choice"},
   };
   for (const auto& [field, want] : bad) {
-    auto e =
-        h.Post("/v1/chat/completions",
-               R"({"model":"arith","messages":[{"role":"user","content":"hi"}],)" + field + "}");
-    ASSERT_TRUE(e);
-    EXPECT_EQ(e->status, 400) << field << ": " << e->body;
-    EXPECT_NE(e->body.find(want), std::string::npos) << field << ": " << e->body;
+    ExpectChat400(h, field, want);
+  }
+}
+
+// Grammar limits from ServerOptions (the --grammar-max-* flags): a constraint over one is a
+// 400 that names it, and the server goes on serving.
+TEST(Server, GrammarLimitsAreFourHundredsAndTheServerKeepsServing) {
+  ServerOptions o;
+  o.grammars.limits.max_source_bytes = 400;
+  o.grammars.limits.max_depth = 3;
+  o.grammars.limits.max_repeat = 50;
+  Harness h("{\"a\": 1}", o);
+  std::string wide = R"({"type":"object","properties":{)";
+  for (int i = 0; i < 40; ++i) {
+    wide += std::string(i ? "," : "") + "\"p" + std::to_string(i) + R"(":{"type":"integer"})";
+  }
+  wide += "}}";
+  std::string deep = R"({"type":"integer"})";
+  for (int i = 0; i < 5; ++i) deep = R"({"type":"array","items":)" + deep + "}";
+  const std::pair<std::string, std::string> over[] = {
+      {R"("response_format":{"type":"json_schema","json_schema":{"schema":)" + wide + "}}",
+       "over the limit 400"},
+      {R"("response_format":{"type":"json_schema","json_schema":{"schema":)" + deep + "}}",
+       "deeper than 3 (limit)"},
+      {R"("guided_regex":"a{1,5000}")", "50"},
+  };
+  for (const auto& [field, want] : over) {
+    ExpectChat400(h, field, want);
+    auto ok = h.Post("/v1/chat/completions",
+                     R"({"model":"arith","messages":[{"role":"user","content":"hi"}],)"
+                     R"("response_format":{"type":"json_schema","json_schema":{"schema":)"
+                     R"({"type":"object","properties":{"a":{"type":"integer"}}}}}})");
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200) << ok->body;
   }
 }
 
