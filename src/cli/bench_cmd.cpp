@@ -43,6 +43,7 @@ struct BenchArgs {
   std::string prompt_format = "ids";
   std::string api_key;
   double request_timeout_s = 0;
+  double idle_timeout_s = 120;
   std::string tokenizer;
   // workload
   int num_prompts = 1000;
@@ -188,6 +189,7 @@ Result<ServeConfig> MakeServeConfig(const BenchArgs& a, const tok::Tokenizer* to
   c.client.send_ids = a.prompt_format == "ids";
   c.client.max_concurrency = a.max_concurrency;
   c.client.request_timeout_s = a.request_timeout_s;
+  c.client.idle_timeout_s = a.idle_timeout_s;
   c.client.api_key = a.api_key;
   c.client.keep_text = a.output_details;
   c.client.tokenizer = tokenizer;
@@ -235,6 +237,10 @@ void AddWorkloadOptions(CLI::App* s, BenchArgs& a) {
                 "completions prompt as ids (exact) or text (re-tokenized to check)");
   s->add_option("--api-key", a.api_key, "sent as a Bearer token");
   s->add_option("--request-timeout", a.request_timeout_s, "seconds per request (0 = none)");
+  s->add_option("--idle-timeout", a.idle_timeout_s,
+                "seconds a request may go without a byte from the server before it fails "
+                "(default 120; 0 = none)")
+      ->check(CLI::NonNegativeNumber);
   s->add_option(
       "--tokenizer", a.tokenizer,
       "MODEL_DIR or tokenizer.json: word-token prompts, text prompts, retokenized counts");

@@ -7,7 +7,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <unordered_set>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "loadgen/sse.h"
@@ -34,6 +36,7 @@ struct Transfer {
   bool got_first = false;
   double last_content_s = 0;
   double last_line_s = 0;
+  double last_byte_s = 0;  // idle_timeout_s counts from here
   long http_code = 0;
   std::string error_body;
   std::string abort_kind, abort_msg;
@@ -53,6 +56,7 @@ struct Transfer {
 size_t OnData(char* ptr, size_t size, size_t nmemb, void* userdata) {
   auto* tr = static_cast<Transfer*>(userdata);
   const size_t n = size * nmemb;
+  tr->last_byte_s = tr->Now();
   if (tr->http_code == 0) curl_easy_getinfo(tr->easy, CURLINFO_RESPONSE_CODE, &tr->http_code);
   if (tr->http_code != 200) {
     if (tr->error_body.size() < 2048) tr->error_body.append(ptr, std::min<size_t>(n, 2048));
@@ -197,6 +201,7 @@ RunOutput RunRequests(const ClientOptions& o, const std::vector<const BenchPromp
       o.base_url, o.endpoint == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions");
   const Clock::time_point t0 = Clock::now();
   auto now_s = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  std::unordered_set<Transfer*> live;  // added to `multi`, not finished
   size_t next = 0, done = 0;
   int in_flight = 0, failed = 0;
   double last_progress = -1;
@@ -230,7 +235,13 @@ RunOutput RunRequests(const ClientOptions& o, const std::vector<const BenchPromp
       if (o.request_timeout_s > 0) {
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(o.request_timeout_s * 1e3));
       }
+      if (o.connect_timeout_s > 0) {
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                         static_cast<long>(o.connect_timeout_s * 1e3));
+      }
       tr->start_s = now_s();
+      tr->last_byte_s = tr->start_s;
+      live.insert(tr);
       curl_multi_add_handle(multi, e);
       ++next;
       ++in_flight;
@@ -246,9 +257,32 @@ RunOutput RunRequests(const ClientOptions& o, const std::vector<const BenchPromp
       curl_multi_remove_handle(multi, m->easy_handle);
       Finish(*tr, code, o);
       failed += tr->rec->success ? 0 : 1;
+      live.erase(tr);
       delete tr;
       --in_flight;
       ++done;
+    }
+    // A server that goes silent (no byte, not even an SSE comment) ends the request, never
+    // the run. Checked here rather than with curl's low-speed limit, whose moving average
+    // lets a burst before the silence hide it for seconds.
+    if (o.idle_timeout_s > 0) {
+      const double t_idle = now_s();
+      std::vector<Transfer*> stalled;
+      for (Transfer* tr : live) {
+        if (t_idle - tr->last_byte_s > o.idle_timeout_s) stalled.push_back(tr);
+      }
+      for (Transfer* tr : stalled) {
+        tr->abort_kind = "timeout";
+        tr->abort_msg =
+            fmt::format("no byte from the server for {:.0f} s (--idle-timeout)", o.idle_timeout_s);
+        curl_multi_remove_handle(multi, tr->easy);
+        Finish(*tr, CURLE_OK, o);
+        ++failed;
+        live.erase(tr);
+        delete tr;
+        --in_flight;
+        ++done;
+      }
     }
     const double t2 = now_s();
     if (o.progress && t2 - last_progress >= 0.25) {

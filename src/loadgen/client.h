@@ -26,8 +26,13 @@ struct ClientOptions {
   Endpoint endpoint = Endpoint::kCompletions;
   bool send_ids = true;  // completions: "prompt": [ids] (exact); false sends the text
   bool ignore_eos = true;
-  int max_concurrency = 0;                    // 0 = uncapped (open loop)
-  double request_timeout_s = 0;               // 0 = none
+  int max_concurrency = 0;       // 0 = uncapped (open loop)
+  double request_timeout_s = 0;  // 0 = none
+  // A request whose server sends no byte for this long fails ("timeout") instead of holding
+  // the run: some servers keep a stream open after its last chunk (seen: ik_llama.cpp when
+  // the only generated token is held back as an incomplete UTF-8 sequence). 0 = none.
+  double idle_timeout_s = 120;
+  double connect_timeout_s = 30;              // 0 = curl's default
   std::string api_key;                        // sent as "Authorization: Bearer ..." when set
   bool keep_text = false;                     // keep generated_text in the records
   const tok::Tokenizer* tokenizer = nullptr;  // counts output_len_retokenized when set

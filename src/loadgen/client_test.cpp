@@ -124,6 +124,43 @@ TEST(Client, FailuresAreCountedByKind) {
   EXPECT_EQ(m.total_output_tokens, 8);  // only successful requests count
 }
 
+// ik_llama.cpp leaves a stream open after its final chunk when the only generated token is
+// held back (max_tokens 1, as in --warm-prefixes): without an idle timeout the run waited
+// forever. The stalled prefix warm-ups must fail as "timeout" and the measured run go on.
+TEST(Client, SilentServerEndsTheRequestNotTheRun) {
+  MockServerOptions so;
+  so.ttft_ms = 5;
+  so.itl_ms = 1;
+  // Arrival order: 0 = the warm-up request, 1 and 2 = the two prefix warm-ups, then the run.
+  so.fault = [](int k) { return std::string(k == 1 || k == 2 ? "stall_after_final" : ""); };
+  auto server = StartServer(so);
+  ServeConfig c = Config(*server, 4, 20, 4);
+  c.prompts.shared_prefix_ratio = 0.5;
+  c.prompts.num_prefix_groups = 2;
+  c.warm_prefixes = true;
+  c.warmup_requests = 1;
+  c.client.idle_timeout_s = 1;
+  auto r = RunServeBenchmark(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->warmup_failures, 2);
+  EXPECT_EQ(r->metrics.completed, 4);
+  EXPECT_EQ(r->metrics.failed, 0);
+
+  // The same stall on a measured request: counted as a timeout, never as success or a drop.
+  MockServerOptions so2 = so;
+  so2.fault = [](int k) { return std::string(k == 0 ? "stall_after_final" : ""); };
+  auto server2 = StartServer(so2);
+  ClientOptions o;
+  o.base_url = server2->base_url();
+  o.idle_timeout_s = 1;
+  auto ps = MakePrompts(c.prompts, nullptr);
+  ASSERT_TRUE(ps.ok());
+  RunOutput out = RunRequests(o, {&ps->prompts[0]}, {0.0});
+  ASSERT_EQ(out.records.size(), 1u);
+  EXPECT_FALSE(out.records[0].success);
+  EXPECT_EQ(out.records[0].error_kind, "timeout") << out.records[0].error;
+}
+
 TEST(Client, UnreachableServerIsAnErrorNotACrash) {
   int port = 0;
   {

@@ -242,6 +242,15 @@ struct MockServer::Impl {
         std::string s = Sse(u);
         sink.write(s.data(), s.size());
       }
+      if (fault == "stall_after_final") {
+        // ik_llama.cpp's shape when the only token is held back: the final chunk, then
+        // neither [DONE] nor the end of the chunked body, the connection left open.
+        const Clock::time_point until = Clock::now() + std::chrono::seconds(5);
+        while (sink.is_writable() && Clock::now() < until) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        return false;
+      }
       if (fault != "no_done") {
         std::string d = "data: [DONE]\n\n";
         sink.write(d.data(), d.size());

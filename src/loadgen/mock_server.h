@@ -30,7 +30,8 @@ struct MockServerOptions {
   int threads = 256;     // connection threads (concurrent streams the server can hold)
   // Fault for the k-th request (0-based, arrival order): "" (none), "http_500", "http_429",
   // "malformed" (a non-JSON data line), "drop" (connection closed mid-stream), "no_done"
-  // (stream ends cleanly without [DONE]), "error_event" (an {"error":...} chunk).
+  // (stream ends cleanly without [DONE]), "error_event" (an {"error":...} chunk),
+  // "stall_after_final" (the last chunk, then silence on an open connection for 5 s).
   std::function<std::string(int)> fault;
   const tok::Tokenizer* tokenizer = nullptr;  // counts text prompts; else whitespace words
   // Scripted replies: when set, the completion text for a request body (streamed as one
