@@ -33,8 +33,8 @@ TEST(LogitsProcessor, FrequencyAndPresencePenaltiesLowerGeneratedTokens) {
         EXPECT_EQ(got[t], before[t]) << "token " << t << " was never generated";
         continue;
       }
-      const float drop = req.frequency_penalty * static_cast<float>(it->second) +
-                         req.presence_penalty;
+      const float drop =
+          req.frequency_penalty * static_cast<float>(it->second) + req.presence_penalty;
       EXPECT_NEAR(got[t], before[t] - drop, 1e-4f * (1.0f + std::abs(before[t]) + std::abs(drop)))
           << "token " << t << " generated " << it->second << " times";
       if (sign > 0) EXPECT_LT(got[t], before[t]) << "a positive penalty must lower token " << t;
