@@ -66,13 +66,19 @@ fuzz: deps
 
 # Regenerates the test checkpoints and golden fixtures with the PyTorch reference (not in CI:
 # needs Debian's python3-torch, installed by install-deps.sh --train; CI uses the committed files).
-# tiny-mxfp4 is tests/data/tiny through `mxserve quantize`; its fixtures are the reference on
-# those weights dequantized by the Python tool (tools/make_mxfp4_fixtures.py).
+# tiny-mxfp4, tiny-fp8 and tiny-glm52-fp8 are the bf16 test checkpoints through `mxserve quantize`;
+# their fixtures (and the bundled model's in FP8) are the reference on those weights dequantized
+# by the Python tool (tools/make_quantized_fixtures.py).
 reference-fixtures: build
 	@scripts/install-deps.sh --train
 	/usr/bin/python3 tools/make_fixtures.py
 	$(MXSERVE) quantize tests/data/tiny tests/data/tiny-mxfp4 --overwrite
-	/usr/bin/python3 tools/make_mxfp4_fixtures.py
+	$(MXSERVE) quantize tests/data/tiny tests/data/tiny-fp8 --format fp8 --overwrite
+	$(MXSERVE) quantize tests/data/tiny-glm52 tests/data/tiny-glm52-fp8 --format fp8 --overwrite
+	/usr/bin/python3 tools/make_quantized_fixtures.py
+	$(MXSERVE) quantize models/glm-moe-dsa-arith-6m /tmp/mxserve-bundled-fp8 --format fp8 --overwrite
+	/usr/bin/python3 tools/make_quantized_fixtures.py --ckpt /tmp/mxserve-bundled-fp8 \
+	  --name glm-moe-dsa-arith-6m-fp8 --lens 3,17,40
 
 # Trains the bundled model under models/ (PyTorch on Debian's python3; not in CI): ~80 min on
 # one core (stage 1 then stage 2; MODEL_CARD.md).

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -14,9 +15,12 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "io/safetensors.h"
 #include "model/model.h"
 #include "parallel/in_process_communicator.h"
+#include "quant/quantizer.h"
 
 namespace mx {
 
@@ -24,12 +28,62 @@ inline std::string TestCheckpointDir(const std::string& name) {
   return std::string(MX_TEST_DATA_DIR) + "/" + name;
 }
 
+// The bundled model through `mxserve quantize --format fp8`, made once per process in a
+// temporary directory (removed at exit); its fixtures are committed under
+// tests/data/<kBundledFp8>/fixtures (tools/make_quantized_fixtures.py --ckpt).
+inline const char* const kBundledFp8 = "glm-moe-dsa-arith-6m-fp8";
+inline const std::string& BundledFp8Dir() {
+  struct Dir {
+    std::filesystem::path path;
+    ~Dir() { std::filesystem::remove_all(path); }
+  };
+  static const Dir dir = [] {
+    Dir d{std::filesystem::temp_directory_path() /
+          ("mx_bundled_fp8_" + std::to_string(::getpid()))};
+    quant::QuantizeOptions o;
+    o.format = "fp8";
+    o.overwrite = true;
+    o.threads = 2;
+    auto r = quant::QuantizeCheckpoint(std::string(MX_SOURCE_DIR) + "/models/glm-moe-dsa-arith-6m",
+                                       d.path.string(), o);
+    if (!r.ok()) {
+      ADD_FAILURE() << r.status().ToString();
+      std::abort();
+    }
+    return d;
+  }();
+  static const std::string s = dir.path.string();
+  return s;
+}
+
+// Where a test checkpoint's weights are: under tests/data, or made at test time.
+inline std::string TestModelDir(const std::string& name) {
+  return name == kBundledFp8 ? BundledFp8Dir() : TestCheckpointDir(name);
+}
+
+// The two checkpoints' model.safetensors hold the same tensors: names, dtypes, shapes, bytes.
+inline void ExpectSameTensors(const std::string& dir_a, const std::string& dir_b) {
+  auto a = SafetensorsFile::Open(dir_a + "/model.safetensors");
+  auto b = SafetensorsFile::Open(dir_b + "/model.safetensors");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_EQ((*a)->tensors().size(), (*b)->tensors().size()) << dir_a << " vs " << dir_b;
+  for (const TensorView& x : (*b)->tensors()) {
+    const TensorView* y = (*a)->Find(x.name);
+    ASSERT_NE(y, nullptr) << x.name << " missing from " << dir_a;
+    EXPECT_EQ(y->dtype, x.dtype) << x.name;
+    EXPECT_EQ(y->shape, x.shape) << x.name;
+    ASSERT_EQ(y->nbytes, x.nbytes) << x.name;
+    EXPECT_EQ(std::memcmp(y->data, x.data, x.nbytes), 0) << x.name << ": different bytes";
+  }
+}
+
 // Loaded once; aborts the test binary on a load failure (the committed data is broken).
 inline const Model& TestModel(const std::string& name) {
   static std::map<std::string, std::unique_ptr<Model>> cache;
   auto& m = cache[name];
   if (!m) {
-    auto r = Model::Load(TestCheckpointDir(name));
+    auto r = Model::Load(TestModelDir(name));
     if (!r.ok()) {
       ADD_FAILURE() << r.status().ToString();
       std::abort();

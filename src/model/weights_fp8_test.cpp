@@ -197,6 +197,15 @@ TEST(Fp8Weights, TinyLoadsInFp8AndMatchesItsDequantizedTwin) {
   EXPECT_EQ(a.greedy, b.greedy);
 }
 
+// Quantizing at test time reproduces the committed FP8 copies bit for bit; their forward and
+// greedy continuation are pinned to the PyTorch reference on the dequantized weights at every
+// kernel level (model_forward_test.cpp, FixtureTest on tiny-fp8 and tiny-glm52-fp8).
+TEST(Fp8Weights, QuantizingReproducesTheCommittedFp8Copies) {
+  ExpectSameTensors(Fp8Tiny(), TestCheckpointDir("tiny-fp8"));
+  ExpectSameTensors(Quantized(TestCheckpointDir("tiny-glm52"), "tiny_glm52", "fp8"),
+                    TestCheckpointDir("tiny-glm52-fp8"));
+}
+
 // The MTP layer (layer 4) kept bf16 by --exclude under its checkpoint name, the rest FP8.
 TEST(Fp8Weights, MtpLayerInBf16MatchesItsDequantizedTwin) {
   const std::string dir =

@@ -112,19 +112,7 @@ TEST(Mxfp4Weights, QuantizedTinyLoadsWithMxfp4ExpertsAndRunsMtp) {
   // Quantizing at test time reproduces the committed tests/data/tiny-mxfp4 bit for bit, and
   // that checkpoint's forward and greedy continuation are pinned to the PyTorch reference on
   // its dequantized weights at every kernel level (model_forward_test.cpp, Mxfp4FixtureTest).
-  auto got = SafetensorsFile::Open(QuantizedTiny() + "/model.safetensors");
-  auto want = SafetensorsFile::Open(TestCheckpointDir("tiny-mxfp4") + "/model.safetensors");
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  ASSERT_TRUE(want.ok()) << want.status().ToString();
-  ASSERT_EQ((*got)->tensors().size(), (*want)->tensors().size());
-  for (const TensorView& w : (*want)->tensors()) {
-    const TensorView* g = (*got)->Find(w.name);
-    ASSERT_NE(g, nullptr) << w.name << " missing from the quantized checkpoint";
-    EXPECT_EQ(g->dtype, w.dtype) << w.name;
-    EXPECT_EQ(g->shape, w.shape) << w.name;
-    ASSERT_EQ(g->nbytes, w.nbytes) << w.name;
-    EXPECT_EQ(std::memcmp(g->data, w.data, w.nbytes), 0) << w.name << ": different bytes";
-  }
+  ExpectSameTensors(QuantizedTiny(), TestCheckpointDir("tiny-mxfp4"));
   auto ref = RunWithMtp(TestModel("tiny-mxfp4"));
   ASSERT_TRUE(ref.ok()) << ref.status().ToString();
   EXPECT_EQ(out->logits, ref->logits);

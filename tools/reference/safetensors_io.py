@@ -31,6 +31,9 @@ _DTYPES = {
     "BOOL": (torch.bool, 1),
 }
 _NAME_OF = {v[0]: k for k, v in _DTYPES.items()}
+# Read only, as their raw byte codes (torch.uint8): the caller decodes them (FP8 checkpoints:
+# tools/make_quantized_fixtures.py).
+_RAW_CODES = {"F8_E4M3": (torch.uint8, 1)}
 
 # numpy dtype used to move raw bytes in and out (bf16 travels as int16).
 _NP_OF = {
@@ -82,7 +85,7 @@ def load_file(path, with_metadata=False):
     base = 8 + n
     out = {}
     for name, info in header.items():
-        dt, size = _DTYPES[info["dtype"]]
+        dt, size = _DTYPES.get(info["dtype"]) or _RAW_CODES[info["dtype"]]
         b, e = info["data_offsets"]
         shape = info["shape"]
         count = int(np.prod(shape)) if shape else 1
