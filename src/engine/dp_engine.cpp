@@ -300,6 +300,9 @@ Result<std::unique_ptr<Engine>> CreateDpEngine(const EngineOptions& options, int
   std::vector<std::unique_ptr<Engine>> replicas;
   EngineOptions o = options;
   if (o.max_total_tokens <= 0) o.mem_fraction = options.mem_fraction / dp_size;
+  // The replicas' forwards together fill total_threads cores.
+  o.overlap_masks = options.overlap_masks.value_or(
+      total_threads < static_cast<int>(std::thread::hardware_concurrency()));
   for (int r = 0; r < dp_size; ++r) {
     o.threads = std::max(1, total_threads / dp_size + (r < total_threads % dp_size ? 1 : 0));
     o.log_moe_tuning = r == 0;

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/meminfo.h"
 #include "base/mutex.h"
+#include "base/thread_pool.h"
 #include "engine/engine_factory.h"
 #include "engine/model_factory.h"
 #include "engine/scheduler.h"
@@ -392,6 +393,8 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
   sc.disable_radix_cache = o.disable_radix_cache;
   sc.eos_ids = std::move(eos_ids);
   sc.context_window = c.max_position_embeddings;
+  sc.overlap_masks = o.overlap_masks.value_or(
+      (o.threads > 0 ? o.threads : ThreadPool::HardwareThreads()) < ThreadPool::HardwareThreads());
   sc.spec_steps = spec_steps;
   sc.spec_auto = spec.automatic;
   sc.spec_share_topk = c.index_share_for_mtp_iteration;

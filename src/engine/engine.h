@@ -140,7 +140,10 @@ inline constexpr int32_t kSpeculativeAutoMaxSteps = 5;
 // Flags with sglang's names and meanings (the CLI maps --page-size, --max-total-tokens, ...).
 struct EngineOptions {
   std::string model_dir;
-  int threads = 0;                        // 0 = one per core
+  int threads = 0;  // 0 = one per core
+  // Structured-output masks computed on a thread beside the forward (SchedulerConfig); unset:
+  // when the forward's threads leave a core idle.
+  std::optional<bool> overlap_masks;
   std::string kernels;                    // "" = best for this CPU; ref|avx2|avx512
   std::string gemm_activations = "bf16";  // fp32|bf16: kernels.h GemmActivations
   int64_t page_size = 64;                 // tokens per KV page

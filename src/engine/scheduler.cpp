@@ -176,10 +176,13 @@ void Scheduler::FinishChunk(Request& r, int64_t n, std::span<float> last_logits)
 
 void Scheduler::PlainForward(const ScheduledBatch& batch) {
   // The rows sampled after this forward (a prompt's last chunk, a decode step): their masks
-  // depend only on tokens already accepted, so they are computed while the forward runs.
+  // depend only on tokens already accepted, so with a core to spare they are computed while
+  // the forward runs (otherwise at sampling: SchedulerConfig::overlap_masks).
   std::vector<RequestConstraint*> masks;
   for (auto [r, n] : batch) {
-    if (r->constraint && r->remaining() == n) masks.push_back(&*r->constraint);
+    if (cfg_.overlap_masks && r->constraint && r->remaining() == n) {
+      masks.push_back(&*r->constraint);
+    }
   }
   prefetch_.Start(std::move(masks));
   auto logits = runner_.Forward(MakeBatch(batch), cache_.kv());

@@ -42,6 +42,12 @@ struct SchedulerConfig {
   bool disable_radix_cache = false;
   std::vector<int32_t> eos_ids;
   int64_t context_window = 0;
+  // Structured-output masks for the rows sampled after a forward are computed on a thread of
+  // their own while it runs (MaskPrefetcher). That pays only with a core the forward's pool
+  // leaves idle: where the pool fills every core, the extra thread takes one from the forward's
+  // workers mid-step and slows every barrier, so the engine turns this off and the masks are
+  // computed at sampling (docs/performance.md, structured output).
+  bool overlap_masks = true;
   // Speculative decoding with the MTP layer (0: off): draft up to spec_steps tokens per
   // request and step (a chain, top-1), verify them in the next forward. spec_share_topk: later
   // draft steps reuse the first step's indexer top-k (index_share_for_mtp_iteration).

@@ -424,10 +424,24 @@ void TokenMatcher::Rollback(int n_tokens) {
 }
 
 void ApplyTokenMask(const TokenBitmask& mask, std::span<float> logits) {
+  // Word by word: a constraint allows few tokens (most words 0: 64 stores the compiler
+  // vectorises) or, inside free text, most (words all ones: nothing to do), so only mixed
+  // words go bit by bit. Logits past the mask's words are refused.
   const auto& w = mask.words();
   const float ninf = -std::numeric_limits<float>::infinity();
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (i / 64 >= w.size() || !((w[i / 64] >> (i % 64)) & 1)) logits[i] = ninf;
+  const size_t n = logits.size();
+  float* out = logits.data();
+  for (size_t wi = 0; wi * 64 < n; ++wi) {
+    const uint64_t bits = wi < w.size() ? w[wi] : 0;
+    const size_t lo = wi * 64, len = std::min<size_t>(64, n - lo);
+    if (bits == ~uint64_t{0}) continue;
+    if (bits == 0) {
+      std::fill_n(out + lo, len, ninf);
+      continue;
+    }
+    for (size_t j = 0; j < len; ++j) {
+      if (!((bits >> j) & 1)) out[lo + j] = ninf;
+    }
   }
 }
 

@@ -154,6 +154,37 @@ void CheckMasks(const std::shared_ptr<const VocabIndex>& vocab,
   EXPECT_GT(steps, static_cast<int64_t>(specs.size()) * walks * 3);
 }
 
+// ApplyTokenMask against its definition (a logit stays iff its bit is set; logits past the
+// mask's words are refused), on masks mixing all-zero, all-one and mixed words, for vocabulary
+// sizes on and off a word boundary and logits longer than the mask.
+TEST(TokenMask, ApplyKeepsExactlyTheAllowedLogits) {
+  std::mt19937_64 rng(11);
+  for (int32_t n : {1, 63, 64, 65, 2048, 2049, 5000}) {
+    for (int32_t extra : {0, 70}) {
+      TokenBitmask m;
+      m.Reset(n);
+      for (int32_t wi = 0; wi * 64 < n; ++wi) {
+        const int kind = static_cast<int>(rng() % 3);  // 0: none, 1: all, 2: random
+        for (int32_t id = wi * 64; id < std::min(n, wi * 64 + 64); ++id) {
+          if (kind == 1 || (kind == 2 && (rng() & 1))) m.Set(id);
+        }
+      }
+      std::vector<float> logits(static_cast<size_t>(n + extra));
+      for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(i) * 0.5f - 7.0f;
+      const std::vector<float> before = logits;
+      ApplyTokenMask(m, logits);
+      for (size_t i = 0; i < logits.size(); ++i) {
+        const bool keep = static_cast<int32_t>(i) < n && m.Test(static_cast<int32_t>(i));
+        if (keep) {
+          ASSERT_EQ(logits[i], before[i]) << "n " << n << " id " << i;
+        } else {
+          ASSERT_TRUE(std::isinf(logits[i]) && logits[i] < 0) << "n " << n << " id " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(TokenMask, EqualsBruteForceOnTheBundledVocabulary) {
   std::set<int32_t> added;
   for (const auto& a : BundledVocab().tokenizer.added_tokens()) added.insert(a.id);
