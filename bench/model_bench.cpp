@@ -3,7 +3,8 @@
 // dense indexer below index_topk 2048): measures this machine's read bandwidth and the
 // kernels' bf16 GEMM rate, generates a random bf16 checkpoint of that config once (and its
 // MXFP4 quantization with the default recipe), then times decode steps at batch 1, 8 and 32
-// after a 128-token context, and a 512-token prefill, with bf16 and with MXFP4 experts.
+// after a 128-token context, and a 512-token prefill, with bf16 and with MXFP4 experts. Each
+// checkpoint gets a synthetic tokenizer.json, so that `mxserve serve` runs it too.
 // Decode is reported against the bandwidth floor: the bytes of every weight the step touches
 // (attention, indexer, dense, shared experts, router, lm_head, and each routed expert that the
 // router actually picked for some row, counted once) / bandwidth. Prefill against the GEMM rate
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <sstream>
@@ -41,6 +43,7 @@
 #include "model/tensor_plan.h"
 #include "model/weight_bytes.h"
 #include "quant/quantizer.h"
+#include "tokenizer/synthetic_tokenizer.h"
 
 namespace fs = std::filesystem;
 
@@ -53,6 +56,24 @@ double Now() {
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "model_bench: %s\n", what.c_str());
   std::exit(1);
+}
+
+// A synthetic tokenizer.json beside the checkpoint in `dir` (tokenizer/synthetic_tokenizer.h:
+// the vocabulary ../shared/anchors/hf_to_gguf.py gives ik_llama.cpp), so that `mxserve serve
+// DIR` runs it for serving comparisons; written once.
+void EnsureTokenizer(const std::string& dir) {
+  const fs::path path = fs::path(dir) / "tokenizer.json";
+  if (fs::exists(path)) return;
+  auto cfg = mx::LoadModelConfig(dir + "/config.json");
+  if (!cfg.ok()) Die(cfg.status().ToString());
+  std::vector<int32_t> special;
+  for (int64_t id : cfg->eos_token_ids) special.push_back(static_cast<int32_t>(id));
+  if (cfg->pad_token_id) special.push_back(static_cast<int32_t>(*cfg->pad_token_id));
+  auto text = mx::tok::SyntheticTokenizerJson(static_cast<int32_t>(cfg->vocab_size), special);
+  if (!text.ok()) Die(text.status().ToString());
+  std::ofstream out(path);
+  out << *text;
+  if (!out) Die("cannot write " + path.string());
 }
 
 // Random bf16 weights N(0, 0.02); norms 1; biases 0. Deterministic per tensor name.
@@ -146,6 +167,8 @@ int main(int argc, char** argv) {
       Die(s.status().ToString());
     }
   }
+  EnsureTokenizer(bf16_dir);
+  if (with_mx) EnsureTokenizer(mx_dir);
   mx::ThreadPool pool(std::stoi(a["threads"]), std::stoi(a["spin_us"]));
   // flush=1: before each timed decode step, read StreamBytes() (4× the last-level cache) so that
   // the step reads its weights from memory, as a model many times the cache would. note: a
