@@ -5,8 +5,10 @@
 //
 // Overlap with the forward: the mask used to sample step t depends only on the tokens emitted
 // before t, which are all accepted before step t's forward starts (that forward's input is the
-// token of step t-1). So Prefetch computes it while the forward runs (MaskPrefetcher, one
-// thread beside the forward's pool) and Mask only applies it.
+// token of step t-1). So, when the forward's pool leaves a core idle
+// (SchedulerConfig::overlap_masks), Prefetch computes it while the forward runs
+// (MaskPrefetcher, one thread beside the pool) and Mask only applies it; otherwise Mask
+// computes it at sampling.
 //
 // Speculative drafts: TrimDrafts cuts a proposed chain at its first token the grammar refuses
 // (nothing after it can be accepted), before the verify forward spends rows on them; verify
