@@ -206,6 +206,29 @@ TEST(Fp8Weights, QuantizingReproducesTheCommittedFp8Copies) {
                     TestCheckpointDir("tiny-glm52-fp8"));
 }
 
+// Sharded (model.safetensors.index.json, a tensor's weight and its weight_scale_inv free to
+// land in different shards): the same weights as the single file, so the same bits out.
+TEST(Fp8Weights, ShardedCheckpointLoadsAndRunsAsTheSingleFile) {
+  const fs::path out = Temp("tiny_sharded");
+  quant::QuantizeOptions o;
+  o.format = "fp8";
+  o.threads = 2;
+  o.max_shard_bytes = 60'000;
+  auto r = quant::QuantizeCheckpoint(TestCheckpointDir("tiny"), out.string(), o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(r->num_shards, 3);
+  ASSERT_TRUE(fs::exists(out / "model.safetensors.index.json"));
+  auto sharded = Model::Load(out.string());
+  ASSERT_TRUE(sharded.ok()) << sharded.status().ToString();
+  auto single = Model::Load(TestCheckpointDir("tiny-fp8"));
+  ASSERT_TRUE(single.ok()) << single.status().ToString();
+  EXPECT_EQ((*sharded)->weights().layers[2].attn.o_proj.dtype, DType::kF8_E4M3);
+  const GenRun a = Generate(**sharded), b = Generate(**single);
+  EXPECT_EQ(a.logits, b.logits);
+  EXPECT_EQ(a.mtp_logits, b.mtp_logits);
+  EXPECT_EQ(a.greedy, b.greedy);
+}
+
 // The MTP layer (layer 4) kept bf16 by --exclude under its checkpoint name, the rest FP8.
 TEST(Fp8Weights, MtpLayerInBf16MatchesItsDequantizedTwin) {
   const std::string dir =
