@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,7 +16,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "io/safetensors.h"
 #include "model/model.h"
 #include "model/model_test_util.h"
 #include "model/tensor_plan.h"
