@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/meminfo.h"
 #include "base/mutex.h"
+#include "base/thread_pool.h"
 #include "io/model_config.h"
 #include "kv/paged_kv_store.h"
 
@@ -290,9 +291,7 @@ Result<std::unique_ptr<Engine>> CreateDpEngine(const EngineOptions& options, int
         dp_size, dp_size, need / (1 << 30), dp_size, static_cast<double>(weights) / (1 << 20),
         static_cast<double>(kv) / (1 << 20), static_cast<double>(avail) / (1 << 30));
   }
-  const int total_threads =
-      options.threads > 0 ? options.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int total_threads = options.threads > 0 ? options.threads : ThreadPool::HardwareThreads();
   if (total_threads < dp_size) {
     MX_LOG_WARN("--dp {} with {} threads: every replica gets 1 thread and they share cores",
                 dp_size, total_threads);
@@ -301,8 +300,7 @@ Result<std::unique_ptr<Engine>> CreateDpEngine(const EngineOptions& options, int
   EngineOptions o = options;
   if (o.max_total_tokens <= 0) o.mem_fraction = options.mem_fraction / dp_size;
   // The replicas' forwards together fill total_threads cores.
-  o.overlap_masks = options.overlap_masks.value_or(
-      total_threads < static_cast<int>(std::thread::hardware_concurrency()));
+  o.overlap_masks = options.overlap_masks.value_or(total_threads < ThreadPool::HardwareThreads());
   for (int r = 0; r < dp_size; ++r) {
     o.threads = std::max(1, total_threads / dp_size + (r < total_threads % dp_size ? 1 : 0));
     o.log_moe_tuning = r == 0;
