@@ -81,8 +81,10 @@ TEST(Constraint, BundledModelAnswersInTheSchemaPlainAndSpeculative) {
   auto tok = tok::Tokenizer::FromFile(kBundledModelDir + "/tokenizer.json");
   ASSERT_TRUE(tok.ok());
   std::vector<std::vector<int32_t>> greedy;
-  // Plain with the masks computed beside the forward, then at sampling; speculative.
-  for (auto [steps, overlap] : {std::pair{0, true}, std::pair{0, false}, std::pair{3, true}}) {
+  // Plain and speculative, each with the masks computed beside the forward (a verify's along
+  // its drafts) and at sampling.
+  for (auto [steps, overlap] :
+       {std::pair{0, true}, std::pair{0, false}, std::pair{3, true}, std::pair{3, false}}) {
     auto e = MakeBundled(steps, overlap);
     ASSERT_NE(e, nullptr);
     grammar::GrammarCache cache(
@@ -217,6 +219,56 @@ TEST(Constraint, PrefetchedMasksAndTrimmedDrafts) {
   late.TrimDrafts(&drafts);
   EXPECT_EQ(drafts, (std::vector<int32_t>{id('x'), id('y'), id('z'), id('5')}));
   EXPECT_FALSE(late.active());
+}
+
+// A verify's masks: after TrimDrafts keeps a chain, the prefetch computes the masks of the
+// states along it; accepting the chain's tokens moves through them, and a token off the chain
+// (a rejected draft's replacement) drops the rest. Every mask equals the one a constraint never
+// prefetched computes at sampling, and the walk leaves the matcher's state as it was.
+TEST(Constraint, PrefetchedVerifyMasksFollowTheDraftChain) {
+  const int32_t V = 300, eos = 299;
+  auto vocab = FakeVocab(V, eos);
+  grammar::GrammarCache cache(vocab);
+  auto g = cache.Get({grammar::ConstraintKind::kRegex, "[0-9]{2,4}(ab|x)?", {}});
+  ASSERT_TRUE(g.ok());
+  const std::string alpha = "{}[]\":, 0123456789abcdefnrtulxyz-.";
+  auto id = [&](char c) { return static_cast<int32_t>(alpha.find(c)); };
+  auto masked = [&](RequestConstraint& c) {
+    std::vector<float> l(V, 1.0f);
+    c.Mask(l);
+    std::vector<bool> allowed(V);
+    for (int32_t t = 0; t < V; ++t) allowed[t] = !std::isinf(l[t]);
+    return allowed;
+  };
+  // Each case: the drafts proposed, then the tokens the verify emits.
+  struct Case {
+    std::string drafts;
+    std::string emitted;
+    bool with_eos;  // the chain ends with EOS (after the drafts kept)
+  };
+  for (const Case& c :
+       {Case{"123a", "123a", false}, Case{"1234", "129", false}, Case{"12x", "12x", true},
+        Case{"5y7", "57", false}, Case{"123", "4", false}}) {
+    RequestConstraint v(*g, -1), ref(*g, -1);
+    MaskPrefetcher pre;
+    std::vector<int32_t> drafts;
+    for (char ch : c.drafts) drafts.push_back(id(ch));
+    if (c.with_eos) drafts.push_back(eos);
+    v.TrimDrafts(&drafts);
+    pre.Start({&v});
+    pre.Wait();
+    std::vector<int32_t> emitted;
+    for (char ch : c.emitted) emitted.push_back(id(ch));
+    if (c.with_eos) emitted.push_back(eos);
+    for (size_t i = 0; i < emitted.size(); ++i) {
+      const std::vector<bool> want = masked(ref);
+      ASSERT_EQ(masked(v), want) << c.drafts << " -> " << c.emitted << ", row " << i;
+      if (!want[emitted[i]]) break;  // the case emits past what the grammar allows: stop here
+      ASSERT_TRUE(v.Accept(emitted[i]) && ref.Accept(emitted[i]));
+    }
+    EXPECT_EQ(v.Terminated(), ref.Terminated());
+    if (!ref.Terminated()) EXPECT_EQ(masked(v), masked(ref)) << c.drafts;
+  }
 }
 
 TEST(Constraint, AdversarialFakeModelStaysInTheGrammar) {

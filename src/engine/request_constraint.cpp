@@ -11,15 +11,22 @@ RequestConstraint::RequestConstraint(std::shared_ptr<const grammar::CompiledGram
     : matcher_(std::move(g)), start_after_(start_after_token), active_(start_after_token < 0) {}
 
 void RequestConstraint::Prefetch() {
-  if (!active_ || mask_ready_) return;
-  matcher_.FillMask(&mask_);
-  mask_ready_ = true;
+  if (!active_ || cur_ < ready_) return;  // else cur_ == ready_ == 0 (Accept resets both)
+  if (masks_.size() < chain_.size() + 1) masks_.resize(chain_.size() + 1);
+  matcher_.FillMask(&masks_[0]);
+  ready_ = 1;
+  // Along the chain (TrimDrafts kept only tokens the grammar takes; stop at its end anyway).
+  for (int32_t t : chain_) {
+    if (matcher_.Terminated() || !matcher_.AcceptToken(t)) break;
+    matcher_.FillMask(&masks_[ready_++]);
+  }
+  matcher_.Rollback(static_cast<int>(ready_ - 1));
 }
 
 void RequestConstraint::Mask(std::span<float> logits) {
   if (!active_) return;
   Prefetch();
-  grammar::ApplyTokenMask(mask_, logits);
+  grammar::ApplyTokenMask(masks_[cur_], logits);
   for (float x : logits) {
     if (!std::isinf(x) || x > 0) return;
   }
@@ -32,12 +39,19 @@ void RequestConstraint::Mask(std::span<float> logits) {
 bool RequestConstraint::Accept(int32_t token) {
   if (!active_) {
     active_ = token == start_after_;
-    mask_ready_ = false;
+    chain_.clear();
+    cur_ = ready_ = 0;
     return true;
   }
   const bool ok = matcher_.AcceptToken(token);
-  if (ok) mask_ready_ = false;
-  return ok;
+  if (!ok) return false;
+  if (cur_ < chain_.size() && chain_[cur_] == token && cur_ + 1 < ready_) {
+    ++cur_;  // the chain's next state: its mask is ready
+  } else {
+    chain_.clear();
+    cur_ = ready_ = 0;
+  }
+  return true;
 }
 
 void RequestConstraint::TrimDrafts(std::vector<int32_t>* drafts) {
@@ -55,6 +69,10 @@ void RequestConstraint::TrimDrafts(std::vector<int32_t>* drafts) {
   }
   matcher_.Rollback(accepted);
   drafts->resize(k);
+  // The chain Prefetch walks: from the current state, so only while the grammar is already on.
+  chain_.clear();
+  cur_ = ready_ = 0;
+  if (active_) chain_ = *drafts;
 }
 
 MaskPrefetcher::~MaskPrefetcher() {

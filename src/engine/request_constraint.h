@@ -13,7 +13,10 @@
 // Speculative drafts: TrimDrafts cuts a proposed chain at its first token the grammar refuses
 // (nothing after it can be accepted), before the verify forward spends rows on them; verify
 // then samples row by row under Mask, advancing after each accepted token, so a draft the
-// grammar forbids has probability 0 and the chain stops there too.
+// grammar forbids has probability 0 and the chain stops there too. The verify rows' masks are
+// those of the states after each prefix of the kept chain, all known before the verify forward,
+// so Prefetch computes them all (walking the chain and rolling back); each Accept of the
+// chain's next token moves on to the following one, any other token drops them.
 //
 // Thread-safety: owned by the scheduler's request (the engine loop thread); Prefetch may run
 // on the MaskPrefetcher's thread while the loop thread leaves the request alone (between
@@ -36,7 +39,8 @@ class RequestConstraint {
  public:
   RequestConstraint(std::shared_ptr<const grammar::CompiledGrammar> g, int32_t start_after_token);
 
-  // Computes the mask of the current state for the next Mask (no-op before the start token).
+  // Computes the mask of the current state for the next Mask, and those of the states along the
+  // chain TrimDrafts kept (no-op before the start token).
   void Prefetch();
   // Sets every logit the grammar forbids to -inf (nothing before the start token). Should
   // nothing be left (min_tokens masked the EOS that alone completes the grammar), the
@@ -46,7 +50,7 @@ class RequestConstraint {
   // never does).
   bool Accept(int32_t token);
   // Cuts *drafts (proposed to follow the tokens accepted so far) at the first one the grammar
-  // refuses; the state is unchanged.
+  // refuses, and keeps what is left as the chain Prefetch walks; the state is unchanged.
   void TrimDrafts(std::vector<int32_t>* drafts);
   // The grammar took its EOS: the output is complete and the request must stop.
   bool Terminated() const { return matcher_.Terminated(); }
@@ -56,8 +60,12 @@ class RequestConstraint {
   grammar::TokenMatcher matcher_;
   int32_t start_after_;
   bool active_;
-  bool mask_ready_ = false;  // mask_ is the current state's (Prefetch ran since the last Accept)
-  grammar::TokenBitmask mask_;
+  // masks_[cur_] is the current state's mask when cur_ < ready_ (Prefetch ran since the last
+  // Accept that left the chain); masks_[cur_ + i] that of the state after chain_[cur_..cur_+i).
+  std::vector<int32_t> chain_;
+  std::vector<grammar::TokenBitmask> masks_;  // capacity kept across steps
+  size_t cur_ = 0;
+  size_t ready_ = 0;
 };
 
 // Runs Prefetch for a batch's constraints on its own thread (started on first use) while the

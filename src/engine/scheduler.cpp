@@ -174,17 +174,19 @@ void Scheduler::FinishChunk(Request& r, int64_t n, std::span<float> last_logits)
   if (r.remaining() == 0) ProcessLogits(r, last_logits);
 }
 
-void Scheduler::PlainForward(const ScheduledBatch& batch) {
-  // The rows sampled after this forward (a prompt's last chunk, a decode step): their masks
-  // depend only on tokens already accepted, so with a core to spare they are computed while
-  // the forward runs (otherwise at sampling: SchedulerConfig::overlap_masks).
+void Scheduler::StartMaskPrefetch(const ScheduledBatch& batch) {
+  if (!cfg_.overlap_masks) return;  // then Mask computes them at sampling
   std::vector<RequestConstraint*> masks;
   for (auto [r, n] : batch) {
-    if (cfg_.overlap_masks && r->constraint && r->remaining() == n) {
-      masks.push_back(&*r->constraint);
-    }
+    // Sampled after the forward: a prompt's last chunk, a decode step, a verify's rows.
+    const bool samples = r->remaining() == n - std::ssize(r->drafts);
+    if (r->constraint && samples) masks.push_back(&*r->constraint);
   }
   prefetch_.Start(std::move(masks));
+}
+
+void Scheduler::PlainForward(const ScheduledBatch& batch) {
+  StartMaskPrefetch(batch);
   auto logits = runner_.Forward(MakeBatch(batch), cache_.kv());
   prefetch_.Wait();
   if (!logits.ok()) {

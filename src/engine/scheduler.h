@@ -100,6 +100,10 @@ class Scheduler {
   // After a forward wrote n rows of r that are its own tokens: cache, and sample when they
   // reached its end.
   void FinishChunk(Request& r, int64_t n, std::span<float> last_logits);
+  // With a core to spare (SchedulerConfig::overlap_masks), starts computing the masks of every
+  // row of `batch` sampled after its forward: they depend only on tokens already accepted and
+  // on the drafts. Wait on prefetch_ before touching those requests again.
+  void StartMaskPrefetch(const ScheduledBatch& batch);
   void PlainForward(const ScheduledBatch& batch);
   // Speculative decoding (scheduler_spec.cpp): the forward of `batch` with verification of
   // the drafts it carries, then the MTP layer over every row that became final (draft-extend)

@@ -44,7 +44,9 @@ void Scheduler::SpecForward(const ScheduledBatch& batch) {
     all_decode = all_decode && verify.back();
     rows += n;
   }
+  StartMaskPrefetch(batch);  // a verify's masks: the states along its trimmed drafts
   auto out = runner_.ForwardRows(MakeBatch(batch), cache_.kv());
+  prefetch_.Wait();
   const double forward_s = Since(t0);
   if (!out.ok()) {
     ForwardFailed(out.status());
