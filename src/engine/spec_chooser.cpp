@@ -133,11 +133,15 @@ bool SpecChooser::CanPay(int64_t batch) const {
   if (!measured) return true;
   const auto B = static_cast<double>(batch);
   for (int32_t s = 1; s <= o_.max_steps; ++s) {
-    bool k = false;  // costs as optimistic as in Rate, acceptance perfect
+    bool k1 = false, k2 = false, k3 = true;  // costs as optimistic as in Rate, acceptance perfect
     const double e = s + 1.0;
-    const double t = overhead_.value * B * e + Cost(target_, B * (s + 1), true, &k) +
-                     Cost(mtp_, B * e, true, &k) + (s - 1) * Cost(mtp_, B, true, &k);
+    double t = overhead_.value * B * e + Cost(target_, B * (s + 1), true, &k1) +
+               Cost(mtp_, B * e, true, &k2);
+    if (s > 1) t += (s - 1) * Cost(mtp_, B, true, &k3);
     if (t <= 0 || B * e / t > off) return true;
+    // Not even this chain can pay; a longer one is probed only once this one was measured,
+    // which it never will be.
+    if (!(k1 && k2 && k3)) return false;
   }
   return false;
 }
@@ -163,17 +167,20 @@ int32_t SpecChooser::Choose(int64_t batch) {
         d.steps = s;
       }
     }
+    // The fewest drafts first, and a chain only once the chain one shorter was measured at this
+    // batch size: a probe of S drafts measures the acceptance of positions 1..S and the costs
+    // of S + 1 rows, which often shows that no longer chain can win, while a longer chain's
+    // optimistic rate rests on more unmeasured costs and unseen positions (a probe costs most
+    // where acceptance is poor, and longer chains cost more).
     int32_t probe = -1;
-    double probe_rate = best_rate;
-    for (int32_t s = 0; s <= o_.max_steps; ++s) {
-      if (s == d.steps) continue;
+    bool shorter_measured = true;  // setting s - 1's costs were all measured
+    for (int32_t s = 0; s <= o_.max_steps && probe < 0 && shorter_measured; ++s) {
       bool m = false;
       const double opt = Rate(s, batch, /*optimistic=*/true, &m);
+      shorter_measured = m || s == 0;  // off's cost was measured (off_measured)
+      if (s == d.steps) continue;
       const bool due = !m || last_run_[s] < 0 || step_ - last_run_[s] >= o_.reprobe_interval;
-      if (due && opt > probe_rate) {
-        probe = s;
-        probe_rate = opt;
-      }
+      if (due && opt > best_rate) probe = s;
     }
     if (probe >= 0) {
       d.steps = probing_ = probe;

@@ -18,9 +18,11 @@
 // cost of the nearest measured smaller one, stale or never-seen acceptance taken as 1 — beats
 // the best estimate. Such a setting is probed for `probe_steps` steps: at once when some of its
 // costs were never measured at this batch size, else when it has not run for
-// `reprobe_interval` steps. A setting that cannot beat "off" even if every draft were accepted
-// is never tried again (CanPay); on a host where verifying k rows costs k decode steps, `auto`
-// thereby settles on off after one probe of each setting.
+// `reprobe_interval` steps; of several, the one with the fewest drafts first, and a chain only
+// once the chain one shorter was measured at this batch size (its probe is the cheapest, and
+// what it measures may rule the longer chains out). A setting that cannot beat "off" even if
+// every draft were accepted is never tried again (CanPay); on a host where verifying k rows
+// costs k decode steps, `auto` thereby settles on off after one probe of one draft.
 // An acceptance position not observed for `reprobe_interval` steps is stale: its next
 // observations start a fresh average (weight 1/n, then the floor `accept_weight`), so a probe
 // after an acceptance shift measures the new rate instead of blending it into the old one.
@@ -64,7 +66,8 @@ class SpecChooser {
   // cost it needs was never measured).
   double Predict(int32_t steps, int64_t batch) const;
   // Whether some setting > 0 could still beat off at `batch`: with every draft accepted and
-  // unmeasured costs at their optimistic value (true before off was measured there).
+  // unmeasured costs at their optimistic value, among the settings the probes can still reach
+  // (up to the first unmeasured one); true before off was measured there.
   bool CanPay(int64_t batch) const;
   // Acceptance estimate of draft position i (1-based; 0 when never observed).
   double accept(int32_t i) const;

@@ -191,6 +191,44 @@ TEST(SpecChooser, NoticesAnAcceptanceShiftBothWays) {
   EXPECT_GT(c.accept(1), 0.7);
 }
 
+// What exploring costs in a run as short as a benchmark's: the expected tokens per second of the
+// settings `auto` chose, step by step, against the best fixed setting over the same steps. On a
+// compute-bound host (the bundled model's measured costs: a verify row costs 40% of a decode
+// step, an MTP pass 40%), `auto` must come within 3% of the best, whether that is off (English:
+// drafts rarely right) or one draft (arithmetic: the first draft always right). Probing the
+// longest chain first, as an optimistic rate alone would, cost 10% here.
+TEST(SpecChooser, ShortRunsPayLittleForExploring) {
+  auto host = [](std::vector<double> accept) {
+    Host h;
+    h.target = [](double r) { return 1e-3 * (0.08 + 0.05 * r); };
+    h.mtp = [](double r) { return 1e-3 * (0.04 + 0.013 * r); };
+    h.overhead = 5e-6;
+    h.accept = std::move(accept);
+    return h;
+  };
+  struct Case {
+    const char* name;
+    Host host;
+    int steps;
+  };
+  for (const Case& k : {Case{"english", host({0.39, 0.35, 0.1, 0.05, 0.02}), 768},
+                        Case{"arithmetic", host({0.999, 0.7, 0.3, 0.15, 0.1}), 1500}}) {
+    SpecChooser c(SpecChooserOptions{});
+    std::mt19937 rng(3);
+    const std::vector<int> got = Simulate(c, k.host, 1, k.steps, rng);
+    double tokens = 0, seconds = 0;
+    for (int s : got) {
+      tokens += k.host.AcceptLength(s);
+      seconds += k.host.AcceptLength(s) / k.host.Rate(s, 1);
+    }
+    double margin = 0;
+    const int best = k.host.Best(5, 1, &margin);
+    constexpr double kShortRunShare = 0.97;  // the bar for `auto` against the best
+    EXPECT_GT(tokens / seconds, kShortRunShare * k.host.Rate(best, 1))
+        << k.name << ": best fixed setting " << best;
+  }
+}
+
 TEST(SpecChooser, OffUntilADecodeStepWasMeasuredAndPredictionsNeedMeasuredCosts) {
   SpecChooser c(SpecChooserOptions{});
   EXPECT_EQ(c.Choose(4), 0);
