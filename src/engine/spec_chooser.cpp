@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "base/check.h"
 
@@ -32,7 +33,9 @@ void SpecChooser::Add(std::map<int64_t, Avg>& table, int64_t rows, double second
   if (rows < 1 || !std::isfinite(seconds) || seconds < 0) return;
   Avg& a = table[Bucket(rows)];
   ++a.n;
-  const double w = std::max(1.0 / static_cast<double>(a.n), o_.cost_weight);
+  // The first time of a row count is often a cold one (buffers touched for the first time): the
+  // second replaces it, then a running mean.
+  const double w = a.n <= 2 ? 1.0 : std::max(1.0 / static_cast<double>(a.n - 1), o_.cost_weight);
   a.value += w * (seconds - a.value);
 }
 
@@ -42,7 +45,9 @@ void SpecChooser::ObserveMtp(int64_t rows, double seconds) { Add(mtp_, rows, sec
 void SpecChooser::ObserveOverhead(int64_t tokens, double seconds) {
   if (tokens < 1 || !std::isfinite(seconds) || seconds < 0) return;
   ++overhead_.n;
-  const double w = std::max(1.0 / static_cast<double>(overhead_.n), o_.cost_weight);
+  const double w = overhead_.n <= 2
+                       ? 1.0  // the first is replaced, as in Add
+                       : std::max(1.0 / static_cast<double>(overhead_.n - 1), o_.cost_weight);
   overhead_.value += w * (seconds / static_cast<double>(tokens) - overhead_.value);
 }
 
@@ -86,13 +91,34 @@ double SpecChooser::Cost(const std::map<int64_t, Avg>& table, double rows, bool 
   const int64_t b = Bucket(std::max<int64_t>(1, std::llround(rows)));
   const auto at = table.find(b);
   if (at != table.end()) {
-    *known = true;
-    return at->second.value;
+    // More rows never cost less: a larger row count's time bounds this one's, so an outlier
+    // (a cold step, a spell the host preempted) cannot make a setting look worse than a longer
+    // one. Such an estimate is not trusted: optimistically the bucket counts as unmeasured, so
+    // the setting is probed again.
+    const double own = at->second.value;
+    double cap = own;
+    for (auto it = std::next(at); it != table.end(); ++it) cap = std::min(cap, it->second.value);
+    if (cap == own || !optimistic) {
+      *known = true;
+      return cap;
+    }
   }
   *known = false;
   const auto hi = table.upper_bound(b);
-  const auto lo = hi == table.begin() ? table.end() : std::prev(hi);
-  if (optimistic) return lo == table.end() ? 0.0 : lo->second.value;
+  const auto below = table.lower_bound(b);  // lo: the nearest measured smaller bucket
+  const auto lo = below == table.begin() ? table.end() : std::prev(below);
+  if (optimistic) {
+    if (lo == table.end()) return 0.0;
+    // The nearest smaller bucket plus the extra rows at the cost per row between it and the
+    // measured bucket below it (none when it is the smallest).
+    double slope = 0;
+    if (lo != table.begin()) {
+      const auto below_lo = std::prev(lo);
+      slope = std::max(0.0, (lo->second.value - below_lo->second.value) /
+                                static_cast<double>(lo->first - below_lo->first));
+    }
+    return lo->second.value + slope * static_cast<double>(b - lo->first);
+  }
   if (lo != table.end() && hi != table.end()) {
     const double t =
         (static_cast<double>(b - lo->first)) / static_cast<double>(hi->first - lo->first);
@@ -179,8 +205,11 @@ int32_t SpecChooser::Choose(int64_t batch) {
       const double opt = Rate(s, batch, /*optimistic=*/true, &m);
       shorter_measured = m || s == 0;  // off's cost was measured (off_measured)
       if (s == d.steps) continue;
-      const bool due = !m || last_run_[s] < 0 || step_ - last_run_[s] >= o_.reprobe_interval;
-      if (due && opt > best_rate) probe = s;
+      // Never measured here, or a neighbour of the best not run for reprobe_interval steps
+      // (a shift in acceptance moves the best one setting at a time).
+      const bool first = !m || last_run_[s] < 0;
+      const bool again = std::abs(s - d.steps) == 1 && step_ - last_run_[s] >= o_.reprobe_interval;
+      if ((first || again) && opt > o_.probe_margin * best_rate) probe = s;
     }
     if (probe >= 0) {
       d.steps = probing_ = probe;

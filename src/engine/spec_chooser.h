@@ -12,20 +12,24 @@
 // F(r): a target forward over r rows (verify or decode), M(r): an MTP pass over r rows (the
 // draft-extend over the accepted rows gives the first draft, S−1 single-row passes the rest),
 // c: the step's time outside those forwards per emitted token (sampling, scheduling).
-// F and M are running averages per row count (exact up to 16 rows, then buckets ~12% wide).
+// F and M are running averages per row count (exact up to 16 rows, then buckets ~12% wide; the
+// first observation of each is replaced by the second, as it is often a cold one), capped by
+// the estimate of any larger row count (more rows never cost less).
 //
-// Exploring. A setting is worth trying when its optimistic rate — unmeasured row counts at the
-// cost of the nearest measured smaller one, stale or never-seen acceptance taken as 1 — beats
-// the best estimate. Such a setting is probed for `probe_steps` steps: at once when some of its
-// costs were never measured at this batch size, else when it has not run for
-// `reprobe_interval` steps; of several, the one with the fewest drafts first, and a chain only
-// once the chain one shorter was measured at this batch size (its probe is the cheapest, and
-// what it measures may rule the longer chains out). A setting that cannot beat "off" even if
-// every draft were accepted is never tried again (CanPay); on a host where verifying k rows
-// costs k decode steps, `auto` thereby settles on off after one probe of one draft.
-// An acceptance position not observed for `reprobe_interval` steps is stale: its next
-// observations start a fresh average (weight 1/n, then the floor `accept_weight`), so a probe
-// after an acceptance shift measures the new rate instead of blending it into the old one.
+// Exploring. A setting is worth trying when its optimistic rate — unmeasured row counts (and
+// those whose estimate exceeds a larger row count's: a cold step or a slow spell) at the cost
+// of the nearest measured smaller one plus the extra rows at the cost per row below it, stale
+// or never-seen acceptance taken as 1 — beats the best estimate by `probe_margin`. Such a setting
+// is probed for `probe_steps` steps: at once when some of its costs were never measured at this
+// batch size, else when it is a neighbour of the best (one draft more or fewer) and has not run for
+// `reprobe_interval` steps; of several, the one with the fewest drafts first, and a chain only once
+// the chain one shorter was measured at this batch size (its probe is the cheapest, and what it
+// measures may rule the longer chains out). A setting that cannot beat "off" even if every draft
+// were accepted is never tried again (CanPay); on a host where verifying k rows costs k decode
+// steps, `auto` thereby settles on off after one probe of one draft. An acceptance position not
+// observed for `reprobe_interval` steps is stale: its next observations start a fresh average
+// (weight 1/n, then the floor `accept_weight`), so a probe after an acceptance shift measures the
+// new rate instead of blending it into the old one.
 //
 // Thread-safety: none (the engine loop thread owns it).
 #pragma once
@@ -42,6 +46,9 @@ struct SpecChooserOptions {
   int32_t probe_steps = 8;         // consecutive steps a probe runs; REQUIRES: >= 1
   double cost_weight = 0.2;        // running-average weight of a new cost observation
   double accept_weight = 0.02;     // floor of the weight of a new acceptance observation
+  // A probe must be able to beat the best estimate by this factor (the estimates are running
+  // averages of a noisy host's times: without a margin, noise alone triggers probes).
+  double probe_margin = 1.05;
 };
 
 class SpecChooser {
@@ -94,8 +101,10 @@ class SpecChooser {
   };
   static int64_t Bucket(int64_t rows);
   void Add(std::map<int64_t, Avg>& table, int64_t rows, double seconds) const;
-  // Cost of `rows` from `table`; `optimistic`: an unmeasured bucket costs what the nearest
-  // measured smaller one does (nothing when none), else it is interpolated linearly (or
+  // Cost of `rows` from `table` (capped by larger measured buckets); `optimistic`: a capped or
+  // unmeasured bucket costs what the nearest measured smaller one does plus its extra rows at
+  // the per-row cost between that one and the measured one below it (nothing when none is
+  // smaller), else an unmeasured bucket is interpolated linearly (or
   // extrapolated proportionally) from the measured ones. *known: whether the bucket was
   // measured.
   static double Cost(const std::map<int64_t, Avg>& table, double rows, bool optimistic,

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Issue 29's figures: MTP speculative decoding off, at fixed draft steps, and `auto`, through
+# the server: `mxserve bench single-stream` and `mxserve bench serve` at concurrency 1, 4 and 16,
+# one fresh server per setting and round, the settings alternating within each round. Run it
+# on a quiet host; prints one line per setting and workload (output tok/s of each round) and
+# keeps the reports in OUT.
+#
+#   scripts/spec-figures.sh MODEL_DIR [ROUNDS=2] [OUT=/tmp/spec-figures]
+#
+# SETTINGS (default "off 1 3 5 auto"), SERVE_OUT (output tokens per serve request, default 128),
+# SS_OUT (single-stream output tokens, default 256), NP_FACTOR (serve requests per unit of
+# concurrency, default 8), IN (prompt tokens, default 64), ARGS
+# (extra serve flags, e.g. --threads 2) override the defaults. The model needs a tokenizer.json
+# (bench/model_bench writes one beside its bench-scale checkpoints).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODEL=$1
+ROUNDS=${2:-2}
+OUT=${3:-/tmp/spec-figures}
+MXSERVE=${MXSERVE:-build/release/src/cli/mxserve}
+SETTINGS=${SETTINGS:-off 1 3 5 auto}
+SERVE_OUT=${SERVE_OUT:-128}
+SS_OUT=${SS_OUT:-256}
+IN=${IN:-64}
+ARGS=${ARGS:-}
+PORT=${PORT:-36101}
+mkdir -p "$OUT"
+
+wait_ready() {  # pid
+  for _ in $(seq 600); do
+    if curl -sf "http://127.0.0.1:$PORT/health" > /dev/null 2>&1; then return 0; fi
+    if ! kill -0 "$1" 2> /dev/null; then echo "server exited" >&2; return 1; fi
+    sleep 0.5
+  done
+  echo "server not ready after 300 s" >&2
+  return 1
+}
+
+# Output tok/s from a report: single-stream's median output speed, bench serve's throughput.
+ss_rate() { grep -oE 'output speed [0-9.]+' "$1" | grep -oE '[0-9.]+$' || true; }
+serve_rate() { grep -E '^Output token throughput' "$1" | grep -oE '[0-9.]+$' || true; }
+
+for round in $(seq "$ROUNDS"); do
+  for s in $SETTINGS; do
+    spec=()
+    case $s in
+      off) ;;
+      auto) spec=(--speculative-algorithm MTP) ;;
+      *) spec=(--speculative-algorithm MTP --speculative-num-steps "$s") ;;
+    esac
+    if curl -sf "http://127.0.0.1:$PORT/health" > /dev/null 2>&1; then
+      echo "port $PORT already serves something: stop it first" >&2
+      exit 1
+    fi
+    # shellcheck disable=SC2086
+    "$MXSERVE" serve "$MODEL" --port "$PORT" "${spec[@]}" $ARGS > "$OUT/server-$s-$round.log" 2>&1 &
+    pid=$!
+    trap 'kill $pid 2> /dev/null || true' EXIT
+    wait_ready "$pid"
+    base=http://127.0.0.1:$PORT
+    name=$(basename "$MODEL")
+    "$MXSERVE" bench single-stream --base-url "$base" --model "$name" --tokenizer "$MODEL" --endpoint completions \
+      --input-len "$IN" --output-len "$SS_OUT" --runs 5 > "$OUT/ss-$s-$round.txt" 2>&1 || true
+    line="$s round $round: single-stream $(ss_rate "$OUT/ss-$s-$round.txt")"
+    for c in 1 4 16; do
+      "$MXSERVE" bench serve --base-url "$base" --model "$name" --tokenizer "$MODEL" --endpoint completions \
+        --random-input-len "$IN" --random-output-len "$SERVE_OUT" --num-prompts $((c * ${NP_FACTOR:-8})) \
+        --max-concurrency "$c" --seed "$round" > "$OUT/serve-c$c-$s-$round.txt" 2>&1 || true
+      line="$line, c$c $(serve_rate "$OUT/serve-c$c-$s-$round.txt")"
+    done
+    curl -s "$base/metrics" | grep -E '^mxserve:spec_' > "$OUT/metrics-$s-$round.txt" || true
+    kill "$pid" 2> /dev/null || true
+    wait "$pid" 2> /dev/null || true
+    echo "$line"
+  done
+done
