@@ -11,7 +11,9 @@
 # SS_OUT (single-stream output tokens, default 256), NP_FACTOR (serve requests per unit of
 # concurrency, default 8), IN (prompt tokens, default 64), ARGS
 # (extra serve flags, e.g. --threads 2) override the defaults. The model needs a tokenizer.json
-# (bench/model_bench writes one beside its bench-scale checkpoints).
+# (bench/model_bench writes one beside its bench-scale checkpoints); a synthetic one has no
+# words to build text prompts from, so for those set VOCAB=32000 (random token ids; single-stream
+# is then five requests one at a time through bench serve).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=$1
@@ -24,6 +26,7 @@ SS_OUT=${SS_OUT:-256}
 IN=${IN:-64}
 ARGS=${ARGS:-}
 PORT=${PORT:-36101}
+VOCAB=${VOCAB:-}  # set (e.g. 32000): token-id prompts in [0, VOCAB) instead of the tokenizer's words
 mkdir -p "$OUT"
 
 wait_ready() {  # pid
@@ -59,11 +62,22 @@ for round in $(seq "$ROUNDS"); do
     wait_ready "$pid"
     base=http://127.0.0.1:$PORT
     name=$(basename "$MODEL")
-    "$MXSERVE" bench single-stream --base-url "$base" --model "$name" --tokenizer "$MODEL" --endpoint completions \
-      --input-len "$IN" --output-len "$SS_OUT" --runs 5 > "$OUT/ss-$s-$round.txt" 2>&1 || true
-    line="$s round $round: single-stream $(ss_rate "$OUT/ss-$s-$round.txt")"
+    if [[ -n $VOCAB ]]; then
+      # No word tokens to build text from: five id prompts one at a time stand for single-stream.
+      "$MXSERVE" bench serve --base-url "$base" --model "$name" --random-vocab-size "$VOCAB" \
+        --endpoint completions --random-input-len "$IN" --random-output-len "$SS_OUT" \
+        --num-prompts 5 --max-concurrency 1 --seed 7 > "$OUT/ss-$s-$round.txt" 2>&1 || true
+      line="$s round $round: single-stream $(serve_rate "$OUT/ss-$s-$round.txt")"
+      prompts=(--random-vocab-size "$VOCAB")
+    else
+      "$MXSERVE" bench single-stream --base-url "$base" --model "$name" --tokenizer "$MODEL" \
+        --endpoint completions --input-len "$IN" --output-len "$SS_OUT" --runs 5 \
+        > "$OUT/ss-$s-$round.txt" 2>&1 || true
+      line="$s round $round: single-stream $(ss_rate "$OUT/ss-$s-$round.txt")"
+      prompts=(--tokenizer "$MODEL")
+    fi
     for c in 1 4 16; do
-      "$MXSERVE" bench serve --base-url "$base" --model "$name" --tokenizer "$MODEL" --endpoint completions \
+      "$MXSERVE" bench serve --base-url "$base" --model "$name" "${prompts[@]}" --endpoint completions \
         --random-input-len "$IN" --random-output-len "$SERVE_OUT" --num-prompts $((c * ${NP_FACTOR:-8})) \
         --max-concurrency "$c" --seed "$round" > "$OUT/serve-c$c-$s-$round.txt" 2>&1 || true
       line="$line, c$c $(serve_rate "$OUT/serve-c$c-$s-$round.txt")"

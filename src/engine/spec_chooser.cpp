@@ -75,11 +75,13 @@ double SpecChooser::accept(int32_t i) const {
   return p.last_seen < 0 ? 0 : p.a;
 }
 
-double SpecChooser::AcceptLength(int32_t steps, bool optimistic) const {
+double SpecChooser::AcceptLength(int32_t steps, Acceptance mode) const {
   double e = 1, prod = 1;
   for (int32_t i = 1; i <= steps; ++i) {
     const Position& p = pos_[i - 1];
-    const double a = optimistic && Stale(p) ? 1.0 : (p.last_seen < 0 ? 0.0 : p.a);
+    double a = p.last_seen < 0 ? 0.0 : p.a;
+    if (mode == Acceptance::kUnseenAsOne && p.last_seen < 0) a = 1;
+    if (mode == Acceptance::kStaleAsOne && Stale(p)) a = 1;
     prod *= a;
     e += prod;
   }
@@ -130,9 +132,10 @@ double SpecChooser::Cost(const std::map<int64_t, Avg>& table, double rows, bool 
   return hi != table.end() ? hi->second.value : 0.0;
 }
 
-double SpecChooser::Rate(int32_t steps, int64_t batch, bool optimistic, bool* measured) const {
+double SpecChooser::Rate(int32_t steps, int64_t batch, bool optimistic, Acceptance acceptance,
+                         bool* measured) const {
   const auto B = static_cast<double>(batch);
-  const double e = AcceptLength(steps, optimistic);
+  const double e = AcceptLength(steps, acceptance);
   bool k1 = true, k2 = true, k3 = true;
   double t = overhead_.value * B * e;
   if (steps == 0) {
@@ -149,13 +152,13 @@ double SpecChooser::Rate(int32_t steps, int64_t batch, bool optimistic, bool* me
 double SpecChooser::Predict(int32_t steps, int64_t batch) const {
   if (steps < 0 || steps > o_.max_steps || batch < 1) return 0;
   bool measured = false;
-  const double r = Rate(steps, batch, /*optimistic=*/false, &measured);
+  const double r = Rate(steps, batch, /*optimistic=*/false, Acceptance::kEstimate, &measured);
   return measured ? r : 0.0;
 }
 
 bool SpecChooser::CanPay(int64_t batch) const {
   bool measured = false;
-  const double off = Rate(0, batch, /*optimistic=*/false, &measured);
+  const double off = Rate(0, batch, /*optimistic=*/false, Acceptance::kEstimate, &measured);
   if (!measured) return true;
   const auto B = static_cast<double>(batch);
   for (int32_t s = 1; s <= o_.max_steps; ++s) {
@@ -177,7 +180,7 @@ int32_t SpecChooser::Choose(int64_t batch) {
   ++step_;
   Decision d;
   bool off_measured = false;
-  d.off_tokens_per_s = Rate(0, batch, false, &off_measured);
+  d.off_tokens_per_s = Rate(0, batch, false, Acceptance::kEstimate, &off_measured);
   if (probe_left_ > 0) {
     --probe_left_;
     d.steps = probing_;
@@ -187,7 +190,7 @@ int32_t SpecChooser::Choose(int64_t batch) {
     double best_rate = d.off_tokens_per_s;
     for (int32_t s = 1; s <= o_.max_steps; ++s) {
       bool m = false;
-      const double r = Rate(s, batch, false, &m);
+      const double r = Rate(s, batch, false, Acceptance::kEstimate, &m);
       if (m && r > best_rate) {
         best_rate = r;
         d.steps = s;
@@ -201,15 +204,20 @@ int32_t SpecChooser::Choose(int64_t batch) {
     int32_t probe = -1;
     bool shorter_measured = true;  // setting s - 1's costs were all measured
     for (int32_t s = 0; s <= o_.max_steps && probe < 0 && shorter_measured; ++s) {
-      bool m = false;
-      const double opt = Rate(s, batch, /*optimistic=*/true, &m);
+      // Never measured here (optimistic costs, positions never seen taken as accepted), or a
+      // neighbour of the best not run for reprobe_interval steps (stale positions taken as
+      // accepted too: a shift in acceptance moves the best one setting at a time).
+      bool m = false, m_again = false;
+      const double opt = Rate(s, batch, /*optimistic=*/true, Acceptance::kUnseenAsOne, &m);
+      const double opt_again =
+          Rate(s, batch, /*optimistic=*/true, Acceptance::kStaleAsOne, &m_again);
       shorter_measured = m || s == 0;  // off's cost was measured (off_measured)
       if (s == d.steps) continue;
-      // Never measured here, or a neighbour of the best not run for reprobe_interval steps
-      // (a shift in acceptance moves the best one setting at a time).
-      const bool first = !m || last_run_[s] < 0;
-      const bool again = std::abs(s - d.steps) == 1 && step_ - last_run_[s] >= o_.reprobe_interval;
-      if ((first || again) && opt > o_.probe_margin * best_rate) probe = s;
+      const double bar = o_.probe_margin * best_rate;
+      const bool first = (!m || last_run_[s] < 0) && opt > bar;
+      const bool again = std::abs(s - d.steps) == 1 &&
+                         step_ - last_run_[s] >= o_.reprobe_interval && opt_again > bar;
+      if (first || again) probe = s;
     }
     if (probe >= 0) {
       d.steps = probing_ = probe;
@@ -219,8 +227,8 @@ int32_t SpecChooser::Choose(int64_t batch) {
   }  // else: off, until a decode step at this batch size was measured
   last_run_[d.steps] = step_;
   bool m = false;
-  d.tokens_per_s = Rate(d.steps, batch, false, &m);
-  d.accept_length = AcceptLength(d.steps, false);
+  d.tokens_per_s = Rate(d.steps, batch, false, Acceptance::kEstimate, &m);
+  d.accept_length = AcceptLength(d.steps, Acceptance::kEstimate);
   last_ = d;
   return d.steps;
 }

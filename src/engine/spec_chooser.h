@@ -18,18 +18,18 @@
 //
 // Exploring. A setting is worth trying when its optimistic rate — unmeasured row counts (and
 // those whose estimate exceeds a larger row count's: a cold step or a slow spell) at the cost
-// of the nearest measured smaller one plus the extra rows at the cost per row below it, stale
-// or never-seen acceptance taken as 1 — beats the best estimate by `probe_margin`. Such a setting
+// of the nearest measured smaller one plus the extra rows at the cost per row below it,
+// never-seen acceptance taken as 1 — beats the best estimate by `probe_margin`. Such a setting
 // is probed for `probe_steps` steps: at once when some of its costs were never measured at this
-// batch size, else when it is a neighbour of the best (one draft more or fewer) and has not run for
-// `reprobe_interval` steps; of several, the one with the fewest drafts first, and a chain only once
-// the chain one shorter was measured at this batch size (its probe is the cheapest, and what it
-// measures may rule the longer chains out). A setting that cannot beat "off" even if every draft
-// were accepted is never tried again (CanPay); on a host where verifying k rows costs k decode
-// steps, `auto` thereby settles on off after one probe of one draft. An acceptance position not
-// observed for `reprobe_interval` steps is stale: its next observations start a fresh average
-// (weight 1/n, then the floor `accept_weight`), so a probe after an acceptance shift measures the
-// new rate instead of blending it into the old one.
+// batch size, else when it is a neighbour of the best (one draft more or fewer), has not run for
+// `reprobe_interval` steps, and beats it with stale acceptance taken as 1 too; of several, the one
+// with the fewest drafts first, and a chain only once the chain one shorter was measured at this
+// batch size (its probe is the cheapest, and what it measures may rule the longer chains out). A
+// setting that cannot beat "off" even if every draft were accepted is never tried again (CanPay);
+// on a host where verifying k rows costs k decode steps, `auto` thereby settles on off after one
+// probe of one draft. An acceptance position not observed for `reprobe_interval` steps is stale:
+// its next observations start a fresh average (weight 1/n, then the floor `accept_weight`), so a
+// probe after an acceptance shift measures the new rate instead of blending it into the old one.
 //
 // Thread-safety: none (the engine loop thread owns it).
 #pragma once
@@ -110,9 +110,13 @@ class SpecChooser {
   static double Cost(const std::map<int64_t, Avg>& table, double rows, bool optimistic,
                      bool* known);
   bool Stale(const Position& p) const;
-  double AcceptLength(int32_t steps, bool optimistic) const;
+  // Which acceptance estimates an expected accept length takes as 1 (else the estimate, 0 for a
+  // position never seen).
+  enum class Acceptance { kEstimate, kUnseenAsOne, kStaleAsOne };
+  double AcceptLength(int32_t steps, Acceptance mode) const;
   // tokens/s; *measured: every cost it used was measured.
-  double Rate(int32_t steps, int64_t batch, bool optimistic, bool* measured) const;
+  double Rate(int32_t steps, int64_t batch, bool optimistic, Acceptance acceptance,
+              bool* measured) const;
 
   SpecChooserOptions o_;
   std::map<int64_t, Avg> target_, mtp_;  // bucket -> seconds

@@ -261,6 +261,25 @@ TEST(SpecChooser, ColdStepsAndSlowSpellsDoNotLockOffOut) {
   EXPECT_GT(Share(got, 300, 0), 0.9) << "a slow spell kept off out";
 }
 
+// A server's batch changes all the time, and each new batch size has row counts never measured.
+// Their costs are worth a probe only with the acceptance already known: on a host where good
+// drafts would pay but these are known to be nearly always wrong, batch sizes 2..16 (50 steps
+// each, after 500 steps alone) must cost no more than the periodic re-probes of one draft (one
+// of probe_steps every reprobe_interval steps).
+TEST(SpecChooser, NewBatchSizesAreNotProbedOnStaleHopes) {
+  const Host h = Bandwidth({0.05, 0.05, 0.05, 0.05, 0.05});  // where good drafts would pay
+  SpecChooserOptions o;
+  SpecChooser c(o);
+  std::mt19937 rng(11);
+  Simulate(c, h, 1, 500, rng);
+  int spec_steps = 0, steps = 0;
+  for (int64_t b = 2; b <= 16; ++b) {
+    for (int s : Simulate(c, h, b, 50, rng)) spec_steps += s > 0 ? 1 : 0;
+    steps += 50;
+  }
+  EXPECT_LE(spec_steps, (steps / o.reprobe_interval + 1) * o.probe_steps);
+}
+
 TEST(SpecChooser, OffUntilADecodeStepWasMeasuredAndPredictionsNeedMeasuredCosts) {
   SpecChooser c(SpecChooserOptions{});
   EXPECT_EQ(c.Choose(4), 0);
