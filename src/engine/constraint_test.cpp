@@ -6,7 +6,10 @@
 
 #include <cmath>
 #include <random>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "engine/arith_prompts_test_util.h"
 #include "engine/engine.h"
@@ -135,9 +138,13 @@ TEST(Constraint, BundledModelAnswersInTheSchemaPlainAndSpeculative) {
   }
 }
 
+// The single bytes of FakeVocab: token id i < size() is kAlpha[i].
+constexpr std::string_view kAlpha = "{}[]\":, 0123456789abcdefnrtulxyz-.";
+int32_t AlphaId(char c) { return static_cast<int32_t>(kAlpha.find(c)); }
+
 // A vocabulary for FakeRunner's ids: the bytes of JSON and a few multi-byte tokens.
 std::shared_ptr<const grammar::VocabIndex> FakeVocab(int32_t V, int32_t eos) {
-  const std::string alpha = "{}[]\":, 0123456789abcdefnrtulxyz-.";
+  const std::string alpha(kAlpha);
   std::vector<std::string> bytes(V);
   std::mt19937 rng(3);
   for (int32_t id = 0; id < V; ++id) {
@@ -151,6 +158,15 @@ std::shared_ptr<const grammar::VocabIndex> FakeVocab(int32_t V, int32_t eos) {
   }
   return std::make_shared<const grammar::VocabIndex>(bytes, std::vector<int32_t>{eos},
                                                      std::vector<int32_t>{});
+}
+
+// The tokens c's mask leaves (over a vocabulary of V).
+std::vector<bool> Allowed(RequestConstraint& c, int32_t V) {
+  std::vector<float> l(V, 1.0f);
+  c.Mask(l);
+  std::vector<bool> allowed(V);
+  for (int32_t t = 0; t < V; ++t) allowed[t] = !std::isinf(l[t]);
+  return allowed;
 }
 
 std::unique_ptr<Engine> MakeFake(int32_t eos) {
@@ -182,15 +198,8 @@ TEST(Constraint, PrefetchedMasksAndTrimmedDrafts) {
   grammar::GrammarCache cache(vocab);
   auto g = cache.Get({grammar::ConstraintKind::kRegex, "[0-9]{2,4}", {}});
   ASSERT_TRUE(g.ok());
-  const std::string alpha = "{}[]\":, 0123456789abcdefnrtulxyz-.";
-  auto id = [&](char c) { return static_cast<int32_t>(alpha.find(c)); };
-  auto masked = [&](RequestConstraint& c) {
-    std::vector<float> l(V, 1.0f);
-    c.Mask(l);
-    std::vector<bool> allowed(V);
-    for (int32_t t = 0; t < V; ++t) allowed[t] = !std::isinf(l[t]);
-    return allowed;
-  };
+  auto id = AlphaId;
+  auto masked = [&](RequestConstraint& c) { return Allowed(c, V); };
   RequestConstraint a(*g, -1), b(*g, -1);
   MaskPrefetcher pre;
   for (char c : std::string("1234")) {
@@ -231,15 +240,8 @@ TEST(Constraint, PrefetchedVerifyMasksFollowTheDraftChain) {
   grammar::GrammarCache cache(vocab);
   auto g = cache.Get({grammar::ConstraintKind::kRegex, "[0-9]{2,4}(ab|x)?", {}});
   ASSERT_TRUE(g.ok());
-  const std::string alpha = "{}[]\":, 0123456789abcdefnrtulxyz-.";
-  auto id = [&](char c) { return static_cast<int32_t>(alpha.find(c)); };
-  auto masked = [&](RequestConstraint& c) {
-    std::vector<float> l(V, 1.0f);
-    c.Mask(l);
-    std::vector<bool> allowed(V);
-    for (int32_t t = 0; t < V; ++t) allowed[t] = !std::isinf(l[t]);
-    return allowed;
-  };
+  auto id = AlphaId;
+  auto masked = [&](RequestConstraint& c) { return Allowed(c, V); };
   // Each case: the drafts proposed, then the tokens the verify emits.
   struct Case {
     std::string drafts;
@@ -267,7 +269,9 @@ TEST(Constraint, PrefetchedVerifyMasksFollowTheDraftChain) {
       ASSERT_TRUE(v.Accept(emitted[i]) && ref.Accept(emitted[i]));
     }
     EXPECT_EQ(v.Terminated(), ref.Terminated());
-    if (!ref.Terminated()) EXPECT_EQ(masked(v), masked(ref)) << c.drafts;
+    if (!ref.Terminated()) {
+      EXPECT_EQ(masked(v), masked(ref)) << c.drafts;
+    }
   }
 }
 
