@@ -82,6 +82,7 @@ double SpecChooser::AcceptLength(int32_t steps, Acceptance mode) const {
     double a = p.last_seen < 0 ? 0.0 : p.a;
     if (mode == Acceptance::kUnseenAsOne && p.last_seen < 0) a = 1;
     if (mode == Acceptance::kStaleAsOne && Stale(p)) a = 1;
+    if (mode == Acceptance::kAllAsOne) a = 1;
     prod *= a;
     e += prod;
   }
@@ -160,17 +161,11 @@ bool SpecChooser::CanPay(int64_t batch) const {
   bool measured = false;
   const double off = Rate(0, batch, /*optimistic=*/false, Acceptance::kEstimate, &measured);
   if (!measured) return true;
-  const auto B = static_cast<double>(batch);
   for (int32_t s = 1; s <= o_.max_steps; ++s) {
-    bool k1 = false, k2 = false, k3 = true;  // costs as optimistic as in Rate, acceptance perfect
-    const double e = s + 1.0;
-    double t = overhead_.value * B * e + Cost(target_, B * (s + 1), true, &k1) +
-               Cost(mtp_, B * e, true, &k2);
-    if (s > 1) t += (s - 1) * Cost(mtp_, B, true, &k3);
-    if (t <= 0 || B * e / t > off) return true;
+    if (Rate(s, batch, /*optimistic=*/true, Acceptance::kAllAsOne, &measured) > off) return true;
     // Not even this chain can pay; a longer one is probed only once this one was measured,
     // which it never will be.
-    if (!(k1 && k2 && k3)) return false;
+    if (!measured) return false;
   }
   return false;
 }

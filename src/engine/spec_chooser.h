@@ -112,7 +112,7 @@ class SpecChooser {
   bool Stale(const Position& p) const;
   // Which acceptance estimates an expected accept length takes as 1 (else the estimate, 0 for a
   // position never seen).
-  enum class Acceptance { kEstimate, kUnseenAsOne, kStaleAsOne };
+  enum class Acceptance { kEstimate, kUnseenAsOne, kStaleAsOne, kAllAsOne };
   double AcceptLength(int32_t steps, Acceptance mode) const;
   // tokens/s; *measured: every cost it used was measured.
   double Rate(int32_t steps, int64_t batch, bool optimistic, Acceptance acceptance,
