@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "base/numerics.h"
 #include "kernels/kernels.h"
 
 namespace {
@@ -155,6 +156,35 @@ void BM_AttendRows(benchmark::State& state) {
                          benchmark::Counter::kIsRate);
 }
 
+// attend_rows_bf16 at the absorbed decode shape over a bf16 cache read in place (one query's m
+// heads: a worker's 8 of 16 at 2 threads, or all 16; 512 + 64 key, the 512 latent as value), in
+// the level's fp32- and bf16-activations tables (the latter: vdpbf16ps where the CPU has it).
+void BM_AttendRowsBf16(benchmark::State& state) {
+  const mx::KernelTable* base = Level(state);
+  MX_SKIP_IF_ABSENT(base);
+  const mx::KernelTable& kt = mx::WithGemmActivations(
+      *base, state.range(1) == 0 ? mx::GemmActivations::kFp32 : mx::GemmActivations::kBf16);
+  // spread 16: the rows DSA selected, every 16th of a cache too large for the caches.
+  const int64_t m = state.range(2), n = state.range(3), spread = state.range(4), da = 512, db = 64,
+                dv = 512;
+  const auto cache = Randn(n * spread * (da + db), 11, 0.5f), q = Randn(m * (da + db), 13);
+  std::vector<uint16_t> c16(cache.size());
+  for (size_t i = 0; i < cache.size(); ++i) c16[i] = mx::F32ToBf16(cache[i]);
+  std::vector<const uint16_t*> ka(n), kb(n);
+  for (int64_t t = 0; t < n; ++t) ka[t] = c16.data() + t * spread * (da + db), kb[t] = ka[t] + da;
+  std::vector<float> scratch(mx::AttendRowsScratch(m)), out(m * dv);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(da + db));
+  for (auto _ : state) {
+    kt.attend_rows_bf16(q.data(), da + db, q.data() + da, da + db, m, da, db, ka.data(), kb.data(),
+                        ka.data(), dv, n, nullptr, nullptr, 0, scale, scratch.data(), out.data(),
+                        dv);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["FLOP/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * 2.0 * m * n * (da + db + dv),
+                         benchmark::Counter::kIsRate);
+}
+
 void Levels(benchmark::internal::Benchmark* b) {
   b->ArgName("level");
   for (int l = 0; l <= 2; ++l) b->Arg(l);
@@ -168,6 +198,9 @@ BENCHMARK(BM_Attend)->Apply(Levels);
 BENCHMARK(BM_AttendRows)
     ->ArgNames({"level", "absorbed", "n"})
     ->ArgsProduct({{0, 1, 2}, {0, 1}, {2048, 8192}});
+BENCHMARK(BM_AttendRowsBf16)
+    ->ArgNames({"level", "bf16act", "m", "n", "spread"})
+    ->ArgsProduct({{1, 2}, {0, 1}, {8, 16}, {2048}, {1, 16}});
 BENCHMARK(BM_TopK)
     ->ArgNames({"level", "n", "k"})
     ->Args({0, 32768, 2048})

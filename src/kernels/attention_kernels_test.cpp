@@ -38,6 +38,26 @@ std::vector<const KernelTable*> Levels() {
   return out;
 }
 
+// Row i attends keys t < 1 + (53·i + 7) mod n: limits spread over 1..n.
+std::vector<int64_t> SpreadLimits(int64_t m, int64_t n) {
+  std::vector<int64_t> lim(m);
+  for (int64_t i = 0; i < m; ++i) lim[i] = 1 + (i * 53 + 7) % n;
+  return lim;
+}
+
+// Per row, a mask (words of (n + 63) / 64) of about half the keys, key 0 always.
+std::vector<uint64_t> HalfMasks(int64_t m, int64_t n, std::mt19937& rng) {
+  const int64_t ldm = (n + 63) / 64;
+  std::vector<uint64_t> mask(m * ldm, 0);
+  std::bernoulli_distribution pick(0.5);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t t = 0; t < n; ++t) {
+      if (t == 0 || pick(rng)) mask[i * ldm + t / 64] |= uint64_t{1} << (t % 64);
+    }
+  }
+  return mask;
+}
+
 struct RowsCase {
   int64_t m, da, db, dv, n;
   bool causal;  // lim[i] = n - m + i + 1 (a chunk's queries over its prefix), else lim = n
@@ -186,16 +206,9 @@ TEST(AttentionKernels, AttendRowsOverBf16RowsEqualsTheWidenedRows) {
       ka[t] = wide.data() + r, kb[t] = ka[t] + sh.da, v[t] = kb[t] + sh.db;
       ha[t] = h.data() + r, hb[t] = ha[t] + sh.da, hv[t] = hb[t] + sh.db;
     }
-    std::vector<int64_t> lim(sh.m);
-    for (int64_t i = 0; i < sh.m; ++i) lim[i] = 1 + (i * 53 + 7) % sh.n;
+    const std::vector<int64_t> lim = SpreadLimits(sh.m, sh.n);
     const int64_t ldm = (sh.n + 63) / 64;
-    std::vector<uint64_t> mask(sh.m * ldm, 0);
-    std::bernoulli_distribution pick(0.5);
-    for (int64_t i = 0; i < sh.m; ++i) {
-      for (int64_t t = 0; t < sh.n; ++t) {
-        if (t == 0 || pick(rng)) mask[i * ldm + t / 64] |= uint64_t{1} << (t % 64);
-      }
-    }
+    const std::vector<uint64_t> mask = HalfMasks(sh.m, sh.n, rng);
     for (const KernelTable* kt : Levels()) {
       for (bool masked : {false, true}) {
         const uint64_t* mk = masked ? mask.data() : nullptr;
@@ -210,6 +223,67 @@ TEST(AttentionKernels, AttendRowsOverBf16RowsEqualsTheWidenedRows) {
         for (float x : got) ASSERT_TRUE(std::isfinite(x)) << KernelLevelName(kt->level);
         ASSERT_EQ(got, want) << KernelLevelName(kt->level) << " m=" << sh.m << " da=" << sh.da
                              << " masked=" << masked << " seed=" << seed;
+      }
+    }
+  }
+}
+
+// The bf16-activations table's attend_rows_bf16 (at the AVX-512 level with vdpbf16ps: query
+// rows and probabilities in three bf16 parts, exactly) against ref::AttendRowsBf16 within
+// kRowsTol (fp32 sums in another order), and each row gives the same bits alone as in the
+// batch. Limits, masks, tails of every width, odd key counts, several blocks, scattered rows.
+TEST(AttentionKernels, AttendRowsBf16WithBf16ActivationsMatchesFp32) {
+  const uint32_t seed = FreshSeed();
+  std::mt19937 rng(seed);
+  struct Shape {
+    int64_t m, da, db, dv, n;
+  };
+  for (const Shape& sh :
+       {Shape{8, 512, 64, 512, 2048}, Shape{16, 512, 64, 512, 301}, Shape{5, 37, 11, 29, 70},
+        Shape{1, 192, 64, 128, 65}, Shape{33, 24, 8, 40, 129}, Shape{3, 31, 33, 97, 1}}) {
+    const int64_t w = sh.da + sh.db + sh.dv;
+    const auto q = Randn(sh.m * (sh.da + sh.db), rng, 0.5f);
+    const auto f = Randn(sh.n * w, rng);
+    std::vector<uint16_t> h(f.size());
+    for (size_t i = 0; i < f.size(); ++i) h[i] = F32ToBf16(f[i]);
+    std::vector<const uint16_t*> ha(sh.n), hb(sh.n), hv(sh.n);
+    for (int64_t t = 0; t < sh.n; ++t) {  // in reverse: any pointers
+      const int64_t r = (sh.n - 1 - t) * w;
+      ha[t] = h.data() + r, hb[t] = ha[t] + sh.da, hv[t] = hb[t] + sh.db;
+    }
+    const std::vector<int64_t> lim = SpreadLimits(sh.m, sh.n);
+    const int64_t ldm = (sh.n + 63) / 64;
+    const std::vector<uint64_t> mask = HalfMasks(sh.m, sh.n, rng);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (const KernelTable* base : Levels()) {
+      const KernelTable& kt = WithGemmActivations(*base, GemmActivations::kBf16);
+      for (int variant = 0; variant < 3; ++variant) {  // all keys, limits, limits + mask
+        const int64_t* lm = variant == 0 ? nullptr : lim.data();
+        const uint64_t* mk = variant == 2 ? mask.data() : nullptr;
+        std::vector<float> want(sh.m * sh.dv, nan), got(want), one(sh.dv, nan);
+        std::vector<float> scratch(AttendRowsScratch(sh.m));
+        ref::AttendRowsBf16(q.data(), sh.da + sh.db, q.data() + sh.da, sh.da + sh.db, sh.m, sh.da,
+                            sh.db, ha.data(), hb.data(), hv.data(), sh.dv, sh.n, lm, mk, ldm, 0.1f,
+                            scratch.data(), want.data(), sh.dv);
+        kt.attend_rows_bf16(q.data(), sh.da + sh.db, q.data() + sh.da, sh.da + sh.db, sh.m, sh.da,
+                            sh.db, ha.data(), hb.data(), hv.data(), sh.dv, sh.n, lm, mk, ldm, 0.1f,
+                            scratch.data(), got.data(), sh.dv);
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_TRUE(std::isfinite(got[i])) << KernelLevelName(kt.level) << " i=" << i;
+          ASSERT_NEAR(got[i], want[i], kRowsTol)
+              << KernelLevelName(kt.level) << " m=" << sh.m << " da=" << sh.da
+              << " variant=" << variant << " i=" << i << " seed=" << seed;
+        }
+        for (int64_t i = 0; i < sh.m; ++i) {
+          const float* qi = q.data() + i * (sh.da + sh.db);
+          kt.attend_rows_bf16(
+              qi, sh.da + sh.db, qi + sh.da, sh.da + sh.db, 1, sh.da, sh.db, ha.data(), hb.data(),
+              hv.data(), sh.dv, lm == nullptr ? sh.n : lm[i], lm == nullptr ? nullptr : lm + i,
+              mk == nullptr ? nullptr : mk + i * ldm, ldm, 0.1f, scratch.data(), one.data(), sh.dv);
+          ASSERT_EQ(one, std::vector<float>(got.begin() + i * sh.dv, got.begin() + (i + 1) * sh.dv))
+              << KernelLevelName(kt.level) << " row " << i << " variant=" << variant
+              << " seed=" << seed;
+        }
       }
     }
   }

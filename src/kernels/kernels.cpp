@@ -168,6 +168,8 @@ const KernelTable& X16Table() {
       k.gemm_bf16 = RoundXThenGemm<Base>;
       k.gemm_bf16_packed = RoundXThenPacked<Base>;
     }
+    // The absorbed attention over a bf16 cache in vdpbf16ps where the CPU has it.
+    if (k.gemm_bf16 == avx512::GemmBf16DotX16) k.attend_rows_bf16 = avx512::AttendRowsBf16Dot;
     if (k.gemm_fp8 == avx512::GemmFp8Dot) {
       k.gemm_fp8 = avx512::GemmFp8DotX16;
     } else if (k.level == KernelLevel::kRef) {
