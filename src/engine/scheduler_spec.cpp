@@ -17,8 +17,9 @@
 // the times measured here. A step without drafts skips the MTP layer; the decoding requests
 // keep their rows' target hidden states (up to spec_max_lag) so that the draft-extend of a
 // later step with drafts writes the MTP rows they missed first. Prefill chunks go through the
-// MTP layer at once while some setting could still pay (SpecChooser::CanPay), else they skip
-// it and that request never drafts.
+// MTP layer at once while some setting could pay with the acceptance measured (positions not
+// seen lately taken as 1: SpecChooser::KeepMtp), else they skip it, the decoding requests drop
+// their kept rows, and those requests never draft.
 #include <algorithm>
 #include <chrono>
 
@@ -142,7 +143,7 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
   bool keep = true;
   if (chooser_) {
     steps = decoding > 0 ? chooser_->Choose(decoding) : 0;
-    keep = steps > 0 || chooser_->CanPay(std::max<int64_t>(decoding, 1));
+    keep = steps > 0 || chooser_->KeepMtp(std::max<int64_t>(decoding, 1));
     if (cfg_.spec_schedule && decoding > 0) {
       steps = std::clamp(cfg_.spec_schedule(steps, spec_decode_steps_), 0, cfg_.spec_steps);
     }

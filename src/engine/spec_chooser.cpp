@@ -157,12 +157,16 @@ double SpecChooser::Predict(int32_t steps, int64_t batch) const {
   return measured ? r : 0.0;
 }
 
-bool SpecChooser::CanPay(int64_t batch) const {
+bool SpecChooser::CanPay(int64_t batch) const { return Pays(batch, Acceptance::kAllAsOne); }
+
+bool SpecChooser::KeepMtp(int64_t batch) const { return Pays(batch, Acceptance::kStaleAsOne); }
+
+bool SpecChooser::Pays(int64_t batch, Acceptance acceptance) const {
   bool measured = false;
   const double off = Rate(0, batch, /*optimistic=*/false, Acceptance::kEstimate, &measured);
   if (!measured) return true;
   for (int32_t s = 1; s <= o_.max_steps; ++s) {
-    if (Rate(s, batch, /*optimistic=*/true, Acceptance::kAllAsOne, &measured) > off) return true;
+    if (Rate(s, batch, /*optimistic=*/true, acceptance, &measured) > off) return true;
     // Not even this chain can pay; a longer one is probed only once this one was measured,
     // which it never will be.
     if (!measured) return false;

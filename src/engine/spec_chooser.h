@@ -76,6 +76,12 @@ class SpecChooser {
   // unmeasured costs at their optimistic value, among the settings the probes can still reach
   // (up to the first unmeasured one); true before off was measured there.
   bool CanPay(int64_t batch) const;
+  // Whether the MTP layer is worth keeping up (prefill chunks through it, skipped rows kept for
+  // a catch-up) at `batch`: as CanPay, but with the acceptance measured, positions never seen or
+  // stale (not observed for reprobe_interval steps) taken as 1. Drafts that were just measured
+  // to fail make it false until they are stale, so a model whose drafts are never accepted
+  // stops paying for the MTP layer between re-probes.
+  bool KeepMtp(int64_t batch) const;
   // Acceptance estimate of draft position i (1-based; 0 when never observed).
   double accept(int32_t i) const;
 
@@ -117,6 +123,8 @@ class SpecChooser {
   // tokens/s; *measured: every cost it used was measured.
   double Rate(int32_t steps, int64_t batch, bool optimistic, Acceptance acceptance,
               bool* measured) const;
+  // Some setting > 0 beats off at `batch` with optimistic costs and `acceptance`.
+  bool Pays(int64_t batch, Acceptance acceptance) const;
 
   SpecChooserOptions o_;
   std::map<int64_t, Avg> target_, mtp_;  // bucket -> seconds

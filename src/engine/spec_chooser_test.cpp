@@ -155,6 +155,25 @@ TEST(SpecChooser, StopsProbingWhereSpeculationCannotPay) {
   EXPECT_EQ(Share(got, 1000, 0), 1.0);
 }
 
+// Drafts that are never accepted on a host where verify is cheap: a draft could pay if accepted
+// (CanPay), but the MTP layer is not worth keeping up (KeepMtp) while the failures are fresh;
+// once they are stale (no verify for reprobe_interval steps) it is, so a re-probe can draft.
+TEST(SpecChooser, KeepsTheMtpLayerOnlyWhileDraftsCouldPayAsMeasured) {
+  SpecChooserOptions o;
+  o.reprobe_interval = 100;
+  SpecChooser c(o);
+  EXPECT_TRUE(c.KeepMtp(1));  // nothing measured yet
+  std::mt19937 rng(3);
+  Simulate(c, Bandwidth({0.0, 0.0, 0.0, 0.0, 0.0}), 1, 300, rng);
+  EXPECT_TRUE(c.CanPay(1));
+  EXPECT_FALSE(c.KeepMtp(1));
+  for (int k = 0; k <= o.reprobe_interval; ++k) c.Choose(1);  // no verify observed
+  EXPECT_TRUE(c.KeepMtp(1));
+  SpecChooser good(o);
+  Simulate(good, Bandwidth({0.9, 0.9, 0.8, 0.8, 0.5}), 1, 300, rng);
+  EXPECT_TRUE(good.KeepMtp(1));
+}
+
 TEST(SpecChooser, NoticesAnAcceptanceShiftBothWays) {
   SpecChooserOptions o;
   o.reprobe_interval = 200;
