@@ -67,7 +67,10 @@ void GemmBf16Packed(const KernelTable& kt, ThreadPool& pool, const float* x, int
     fn(x, k, m, wp, k, 0, n, y, n, t);
     return;
   }
-  pool.parallel_for(0, groups, [&](int64_t lo, int64_t hi, int) {
+  // Chunks of groups from a shared counter (about 4 per thread): a thread the host slowed down
+  // takes fewer instead of making the others wait at the end (a decode step's GEMVs).
+  const int64_t grain = std::max<int64_t>(1, groups / (4 * pool.size()));
+  pool.parallel_for_dynamic(0, groups, grain, [&](int64_t lo, int64_t hi, int) {
     const int64_t r0 = lo * kBf16RowGroup, r1 = std::min(hi * kBf16RowGroup, n);
     fn(x, k, m, wp, k, r0, r1, y + r0, n, t);
   });

@@ -167,7 +167,9 @@ void GemmMxfp4(const KernelTable& kt, ThreadPool& pool, const float* x, int64_t 
     fn(xq.data(), m, wq, we, k, 0, n, y, n, t);
     return;
   }
-  pool.parallel_for(0, groups, [&](int64_t lo, int64_t hi, int) {
+  // Chunks from a shared counter, as GemmBf16Packed.
+  const int64_t grain = std::max<int64_t>(1, groups / (4 * pool.size()));
+  pool.parallel_for_dynamic(0, groups, grain, [&](int64_t lo, int64_t hi, int) {
     const int64_t r0 = lo * kMxRowGroup, r1 = std::min(hi * kMxRowGroup, n);
     fn(xq.data(), m, wq, we, k, r0, r1, y + r0, n, t);
   });
