@@ -9,7 +9,8 @@
 //   not as close to the expanded form (fp32): 2^-8 or 2^-16 relative differences flip greedy
 //   tokens where batching changes a row's form (the engine's identity and constraint tests).
 // - Scores: query rows split once per call (zero-padded to whole vectors), then tiles of kR rows
-//   × kK keys, 32 bf16 pairs per instruction, the 16 sums reduced together (Reduce16) rather
+//   × kK keys, 32 bf16 pairs per instruction, the 16 sums reduced together (Reduce16, shared
+//   with the GEMMs in bf16_split_avx512.h) rather
 //   than one horizontal sum each; the next tile's key rows are prefetched (DSA's selected rows
 //   are scattered over the cache).
 // - Weighted sum: keys taken in pairs: two value rows interleaved by vpunpck{l,h}wd are one
@@ -28,8 +29,8 @@
 #include <limits>
 #include <vector>
 
-#include "base/numerics.h"
 #include "kernels/attention_kernels.h"
+#include "kernels/bf16_split_avx512.h"
 #include "kernels/exp_avx512.h"
 
 // note: GCC 12's AVX-512 intrinsics start from a self-initialised undefined vector
@@ -55,34 +56,12 @@ inline __mmask16 M16(int64_t cnt) {
   return cnt >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << cnt) - 1u);
 }
 inline __m512bh AsBh(__m512i x) { return reinterpret_cast<__m512bh>(x); }
-inline __m512 Widen(__m256bh h) {
-  return _mm512_castsi512_ps(
-      _mm512_slli_epi32(_mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(h)), 16));
+// The 16 values' three parts at p, p + stride and p + 2·stride (lanes under `mk`).
+inline void StoreParts(const Bf16Parts& v, uint16_t* p, int64_t stride, __mmask16 mk) {
+  _mm256_mask_storeu_epi16(p, mk, reinterpret_cast<const __m256i&>(v.hi));
+  _mm256_mask_storeu_epi16(p + stride, mk, reinterpret_cast<const __m256i&>(v.mid));
+  _mm256_mask_storeu_epi16(p + 2 * stride, mk, reinterpret_cast<const __m256i&>(v.lo));
 }
-
-// Lane i = the sum of a[i]'s 16 lanes; every vector is summed in the same order (halves, then
-// quarters, then pairs), whichever position it has.
-inline __m512 Reduce16(const __m512 (&a)[16]) {
-  __m512 c[8], d[4], e[2];
-  for (int p = 0; p < 8; ++p) {  // [a.L0+a.L2, a.L1+a.L3, b.L0+b.L2, b.L1+b.L3]
-    c[p] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                         _mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-  }
-  for (int q = 0; q < 4; ++q) {  // 128-bit lane l: 4 partial sums of a[4q + l]
-    d[q] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * q], c[2 * q + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm512_shuffle_f32x4(c[2 * q], c[2 * q + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-  }
-  for (int u = 0; u < 2; ++u) {  // lane l: 2 partials of a[8u + l], then 2 of a[8u + 4 + l]
-    e[u] = _mm512_add_ps(_mm512_shuffle_ps(d[2 * u], d[2 * u + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm512_shuffle_ps(d[2 * u], d[2 * u + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-  }
-  // Element 4l + k = the sum of a[l + 4k]; permute into lane order.
-  const __m512 f = _mm512_add_ps(_mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                 _mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
-  const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  return _mm512_permutexvar_ps(idx, f);
-}
-
 // acc[4r + j] += q[r][0..d) · k[j][0..d) over bf16 values, q in three parts at q[r] (hi),
 // q[r] + part (mid) and q[r] + 2·part (lo, added first), zero-padded to whole vectors.
 inline void DotPart(const uint16_t* const (&q)[kR], int64_t part, const uint16_t* const (&k)[kK],
@@ -203,18 +182,15 @@ void AttendRowsBf16Dot(const float* qa, int64_t ldqa, const float* qb, int64_t l
   uint16_t* pb = pbuf.data();
   int64_t n_max = 0;
   for (int64_t i = 0; i < m; ++i) {
-    uint16_t* hi = qx + 3 * i * pw;  // [hi | mid | lo], each [a | b] padded
-    uint16_t* mid = hi + pw;
-    uint16_t* lo = mid + pw;
-    std::fill(hi, hi + 3 * pw, uint16_t{0});
-    auto split = [&](float x, int64_t at) {
-      hi[at] = F32ToBf16(x);
-      const float r = x - Bf16ToF32(hi[at]);
-      mid[at] = F32ToBf16(r);
-      lo[at] = F32ToBf16(r - Bf16ToF32(mid[at]));
-    };
-    for (int64_t d = 0; d < da; ++d) split(qa[i * ldqa + d], d);
-    for (int64_t d = 0; d < db; ++d) split(qb[i * ldqb + d], pa + d);
+    uint16_t* row = qx + 3 * i * pw;  // [hi | mid | lo], each [a | b] zero-padded
+    for (int64_t d = 0; d < pa; d += 16) {
+      StoreParts(SplitBf16(_mm512_maskz_loadu_ps(M16(da - d), qa + i * ldqa + d)), row + d, pw,
+                 0xffff);
+    }
+    for (int64_t d = 0; d < pw - pa; d += 16) {
+      StoreParts(SplitBf16(_mm512_maskz_loadu_ps(M16(db - d), qb + i * ldqb + d)), row + pa + d, pw,
+                 0xffff);
+    }
     n_max = std::max(n_max, lim == nullptr ? n : lim[i]);
     mx[i] = -std::numeric_limits<float>::infinity();
     sum[i] = 0.0f;
@@ -293,13 +269,7 @@ void AttendRowsBf16Dot(const float* qa, int64_t ldqa, const float* qb, int64_t l
         const __mmask16 live = M16(k1 - t) & (masked ? on(t) : __mmask16{0xffff});
         const __m512 e = _mm512_maskz_mov_ps(
             live, ExpAvx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(live, si + t), nm)));
-        const __m256bh h = _mm512_cvtneps_pbh(e);
-        const __m512 r1 = _mm512_sub_ps(e, Widen(h));
-        const __m256bh md = _mm512_cvtneps_pbh(r1);
-        const __m256bh l = _mm512_cvtneps_pbh(_mm512_sub_ps(r1, Widen(md)));
-        _mm256_mask_storeu_epi16(pi + t, M16(k1 - t), reinterpret_cast<__m256i>(h));
-        _mm256_mask_storeu_epi16(pi + kPbStride + t, M16(k1 - t), reinterpret_cast<__m256i>(md));
-        _mm256_mask_storeu_epi16(pi + 2 * kPbStride + t, M16(k1 - t), reinterpret_cast<__m256i>(l));
+        StoreParts(SplitBf16(e), pi + t, kPbStride, M16(k1 - t));
         vs = _mm512_add_ps(vs, e);
       }
       sum[i] = sum[i] * c[i] + _mm512_reduce_add_ps(vs);

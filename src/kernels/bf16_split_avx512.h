@@ -1,4 +1,6 @@
-// Activations as bf16 pairs for the vdpbf16ps GEMMs (bf16_packed_avx512.cpp, fp8_avx512.cpp):
+// Activations as bf16 pairs for the vdpbf16ps GEMMs (bf16_packed_avx512.cpp, fp8_avx512.cpp),
+// and the helpers the other vdpbf16ps kernels share (kernels_avx512.cpp,
+// attention_dot_avx512.cpp):
 // each fp32 row split once per call into P = 3 bf16 parts whose sum is the value exactly
 // (hi = bf16(x), mid = bf16(x − hi), lo = the rest) or P = 1 (x rounded once), stored as rows of
 // `row_pairs` pairs (zeros past k). Included only by AVX-512 BF16 translation units.
@@ -15,6 +17,50 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace mx::avx512 {
+
+// bf16 values widened to fp32 (exact).
+[[gnu::always_inline]] inline __m512 WidenBf16(__m256bh v) {
+  return _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(reinterpret_cast<const __m256i&>(v)), 16));
+}
+
+// v as three bf16 parts whose sum is v exactly: hi = bf16(v), mid = bf16(v − hi), lo = the rest
+// (each remainder is exact in fp32).
+struct Bf16Parts {
+  __m256bh hi, mid, lo;
+};
+[[gnu::always_inline]] inline Bf16Parts SplitBf16(__m512 v) {
+  Bf16Parts p;
+  p.hi = _mm512_cvtneps_pbh(v);
+  const __m512 r1 = _mm512_sub_ps(v, WidenBf16(p.hi));
+  p.mid = _mm512_cvtneps_pbh(r1);
+  p.lo = _mm512_cvtneps_pbh(_mm512_sub_ps(r1, WidenBf16(p.mid)));
+  return p;
+}
+
+// Lane i of the result = the sum of a[i]'s 16 lanes, by one fixed tree: pairs within each
+// 128-bit lane, then across the four 128-bit lanes. Each output's sum involves only its own
+// accumulator, so passing an accumulator in several slots (short tiles) gives it the same
+// value as in a full tile.
+inline __m512 Reduce16(const __m512 (&a)[16]) {
+  __m512 u[4];
+  for (int g = 0; g < 4; ++g) {
+    const __m512 p0 = _mm512_add_ps(_mm512_unpacklo_ps(a[4 * g], a[4 * g + 1]),
+                                    _mm512_unpackhi_ps(a[4 * g], a[4 * g + 1]));
+    const __m512 p1 = _mm512_add_ps(_mm512_unpacklo_ps(a[4 * g + 2], a[4 * g + 3]),
+                                    _mm512_unpackhi_ps(a[4 * g + 2], a[4 * g + 3]));
+    const __m512d d0 = _mm512_castps_pd(p0), d1 = _mm512_castps_pd(p1);
+    u[g] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(d0, d1)),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(d0, d1)));
+  }
+  // u[g]: in each 128-bit lane L, partial sums (over that lane) of a[4g..4g+3].
+  const __m512 w01 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 w23 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(w01, w23, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
 
 template <int P>
 struct PairsX {
@@ -40,15 +86,9 @@ PairsX<P> SplitPairs(const float* x, int64_t ldx, int64_t m, int64_t k, int64_t 
       const __mmask16 out = static_cast<__mmask16>(row - c >= 16 ? 0xffff : (1u << (row - c)) - 1);
       _mm256_mask_storeu_epi16(hi + c, out, reinterpret_cast<const __m256i&>(h));
       if constexpr (P == 3) {
-        const auto widen = [](__m256bh b) {
-          return _mm512_castsi512_ps(
-              _mm512_slli_epi32(_mm512_cvtepu16_epi32(reinterpret_cast<const __m256i&>(b)), 16));
-        };
-        const __m512 r1 = _mm512_sub_ps(v, widen(h));
-        const __m256bh md = _mm512_cvtneps_pbh(r1);
-        const __m256bh lo = _mm512_cvtneps_pbh(_mm512_sub_ps(r1, widen(md)));
-        _mm256_mask_storeu_epi16(hi + per + c, out, reinterpret_cast<const __m256i&>(md));
-        _mm256_mask_storeu_epi16(hi + 2 * per + c, out, reinterpret_cast<const __m256i&>(lo));
+        const Bf16Parts parts = SplitBf16(v);
+        _mm256_mask_storeu_epi16(hi + per + c, out, reinterpret_cast<const __m256i&>(parts.mid));
+        _mm256_mask_storeu_epi16(hi + 2 * per + c, out, reinterpret_cast<const __m256i&>(parts.lo));
       }
     }
   }

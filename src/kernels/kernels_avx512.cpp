@@ -19,6 +19,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/bf16_split_avx512.h"
+
 namespace mx {
 
 namespace {
@@ -36,11 +38,6 @@ struct SplitX {
   int64_t k32 = 0;
   std::vector<uint16_t> hi, mid, lo;  // [m, k32]
 };
-
-inline __m512 WidenBf16(__m256bh v) {
-  return _mm512_castsi512_ps(
-      _mm512_slli_epi32(_mm512_cvtepu16_epi32(reinterpret_cast<const __m256i&>(v)), 16));
-}
 
 inline void Store(uint16_t* p, __m256bh v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), reinterpret_cast<const __m256i&>(v));
@@ -70,42 +67,17 @@ SplitX& Split(const float* x, int64_t ldx, int64_t m, int64_t k) {
                                        : __mmask16((1u << left) - 1);
       const __m512 v = _mm512_maskz_loadu_ps(mk, xr + t);  // zeros past k
       // Each part widened back to fp32 is exact, and so is each remainder.
-      const __m256bh h = _mm512_cvtneps_pbh(v);
-      Store(s.hi.data() + o + t, h);
       if constexpr (P == 3) {
-        const __m512 r1 = _mm512_sub_ps(v, WidenBf16(h));
-        const __m256bh m1 = _mm512_cvtneps_pbh(r1);
-        const __m256bh l = _mm512_cvtneps_pbh(_mm512_sub_ps(r1, WidenBf16(m1)));
-        Store(s.mid.data() + o + t, m1);
-        Store(s.lo.data() + o + t, l);
+        const avx512::Bf16Parts parts = avx512::SplitBf16(v);
+        Store(s.hi.data() + o + t, parts.hi);
+        Store(s.mid.data() + o + t, parts.mid);
+        Store(s.lo.data() + o + t, parts.lo);
+      } else {
+        Store(s.hi.data() + o + t, _mm512_cvtneps_pbh(v));
       }
     }
   }
   return s;
-}
-
-// Lane i of the result = the sum of a[i]'s 16 lanes, by one fixed tree: pairs within each
-// 128-bit lane, then across the four 128-bit lanes. Each output's sum involves only its own
-// accumulator, so passing an accumulator in several slots (short tiles) gives it the same
-// value as in a full tile.
-inline __m512 Reduce16(const __m512 (&a)[16]) {
-  __m512 u[4];
-  for (int g = 0; g < 4; ++g) {
-    const __m512 p0 = _mm512_add_ps(_mm512_unpacklo_ps(a[4 * g], a[4 * g + 1]),
-                                    _mm512_unpackhi_ps(a[4 * g], a[4 * g + 1]));
-    const __m512 p1 = _mm512_add_ps(_mm512_unpacklo_ps(a[4 * g + 2], a[4 * g + 3]),
-                                    _mm512_unpackhi_ps(a[4 * g + 2], a[4 * g + 3]));
-    const __m512d d0 = _mm512_castps_pd(p0), d1 = _mm512_castps_pd(p1);
-    u[g] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(d0, d1)),
-                         _mm512_castpd_ps(_mm512_unpackhi_pd(d0, d1)));
-  }
-  // u[g]: in each 128-bit lane L, partial sums (over that lane) of a[4g..4g+3].
-  const __m512 w01 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(1, 0, 1, 0)),
-                                   _mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m512 w23 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(1, 0, 1, 0)),
-                                   _mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(3, 2, 3, 2)));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(w01, w23, _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_f32x4(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
 // Writes the MR×NR accumulators' sums to y (row stride ldy).
@@ -119,7 +91,7 @@ inline void StoreSums(const __m512 (&acc)[MR][NR], float* y, int64_t ldy) {
       a[i] = acc[e / NR][e % NR];
     }
     alignas(64) float out[16];
-    _mm512_store_ps(out, Reduce16(a));
+    _mm512_store_ps(out, avx512::Reduce16(a));
     for (int i = 0; i < 16 && b + i < kN; ++i) y[(b + i) / NR * ldy + (b + i) % NR] = out[i];
   }
 }
