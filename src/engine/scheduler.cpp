@@ -122,7 +122,7 @@ bool Scheduler::Step() {
 
   // 2. Decode rows, then prefill chunks and admissions (a cache hit needs its MTP rows only
   // where the request may draft).
-  if (chooser_) cache_.set_want_mtp_rows(cfg_.spec_schedule || chooser_->CanPay(1));
+  if (chooser_) cache_.set_want_mtp_rows(cfg_.spec_schedule || chooser_->KeepMtp(1));
   const ScheduledBatch batch = planner_.Plan();
   if (batch.empty()) {
     if (running_.size() > 1) {

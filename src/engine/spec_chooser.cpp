@@ -15,9 +15,13 @@ constexpr double kBucketRatio = 1.125;  // beyond: geometric buckets this wide
 }  // namespace
 
 SpecChooser::SpecChooser(SpecChooserOptions o)
-    : o_(o), pos_(std::max(o.max_steps, 1)), last_run_(std::max(o.max_steps, 1) + 1, -1) {
+    : o_(o),
+      pos_(std::max(o.max_steps, 1)),
+      last_run_(std::max(o.max_steps, 1) + 1, -1),
+      interval_(o.reprobe_interval) {
   MX_CHECK_GE(o_.max_steps, 1);
   MX_CHECK_GE(o_.reprobe_interval, 1);
+  MX_CHECK_GE(o_.max_reprobe_interval, o_.reprobe_interval);
   MX_CHECK_GE(o_.probe_steps, 1);
 }
 
@@ -52,7 +56,7 @@ void SpecChooser::ObserveOverhead(int64_t tokens, double seconds) {
 }
 
 bool SpecChooser::Stale(const Position& p) const {
-  return p.last_seen < 0 || step_ - p.last_seen > o_.reprobe_interval;
+  return p.last_seen < 0 || step_ - p.last_seen > interval_;
 }
 
 void SpecChooser::ObserveVerify(int32_t proposed, int32_t accepted) {
@@ -67,6 +71,7 @@ void SpecChooser::ObserveVerify(int32_t proposed, int32_t accepted) {
     p.a += w * ((i <= accepted ? 1.0 : 0.0) - p.a);
     p.last_seen = step_;
   }
+  verified_ = verified_ || seen > 0;
 }
 
 double SpecChooser::accept(int32_t i) const {
@@ -181,10 +186,15 @@ int32_t SpecChooser::Choose(int64_t batch) {
   bool off_measured = false;
   d.off_tokens_per_s = Rate(0, batch, false, Acceptance::kEstimate, &off_measured);
   if (probe_left_ > 0) {
-    --probe_left_;
+    // A probe step counts once its drafts were verified: while no running request can draft
+    // (their MTP layers fell behind while drafts could not pay), the probe waits for one that
+    // can (a request admitted since), for at most the re-probe interval.
+    if (verified_ || ++probe_waited_ > interval_) --probe_left_;
     d.steps = probing_;
     d.probe = true;
   } else if (off_measured) {
+    const bool reprobe_ended = reprobing_;
+    reprobing_ = false;
     // The best measured setting, then whether another one deserves a probe.
     double best_rate = d.off_tokens_per_s;
     for (int32_t s = 1; s <= o_.max_steps; ++s) {
@@ -200,7 +210,14 @@ int32_t SpecChooser::Choose(int64_t batch) {
     // of S + 1 rows, which often shows that no longer chain can win, while a longer chain's
     // optimistic rate rests on more unmeasured costs and unseen positions (a probe costs most
     // where acceptance is poor, and longer chains cost more).
+    if (reprobe_ended) {
+      // A re-probe that did not make its setting the best found nothing new: the next one
+      // comes later; one that won returns the interval to its start.
+      interval_ = d.steps == probing_ ? o_.reprobe_interval
+                                      : std::min(2 * interval_, o_.max_reprobe_interval);
+    }
     int32_t probe = -1;
+    bool reprobe = false;
     bool shorter_measured = true;  // setting s - 1's costs were all measured
     for (int32_t s = 0; s <= o_.max_steps && probe < 0 && shorter_measured; ++s) {
       // Never measured here (optimistic costs, positions never seen taken as accepted), or a
@@ -214,17 +231,23 @@ int32_t SpecChooser::Choose(int64_t batch) {
       if (s == d.steps) continue;
       const double bar = o_.probe_margin * best_rate;
       const bool first = (!m || last_run_[s] < 0) && opt > bar;
-      const bool again = std::abs(s - d.steps) == 1 &&
-                         step_ - last_run_[s] >= o_.reprobe_interval && opt_again > bar;
-      if (first || again) probe = s;
+      const bool again =
+          std::abs(s - d.steps) == 1 && step_ - last_run_[s] >= interval_ && opt_again > bar;
+      if (first || again) {
+        probe = s;
+        reprobe = !first;
+      }
     }
     if (probe >= 0) {
       d.steps = probing_ = probe;
       probe_left_ = o_.probe_steps - 1;
+      probe_waited_ = 0;
+      reprobing_ = reprobe;
       d.probe = true;
     }
   }  // else: off, until a decode step at this batch size was measured
   last_run_[d.steps] = step_;
+  verified_ = false;
   bool m = false;
   d.tokens_per_s = Rate(d.steps, batch, false, Acceptance::kEstimate, &m);
   d.accept_length = AcceptLength(d.steps, Acceptance::kEstimate);

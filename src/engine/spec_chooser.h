@@ -22,14 +22,20 @@
 // never-seen acceptance taken as 1 — beats the best estimate by `probe_margin`. Such a setting
 // is probed for `probe_steps` steps: at once when some of its costs were never measured at this
 // batch size, else when it is a neighbour of the best (one draft more or fewer), has not run for
-// `reprobe_interval` steps, and beats it with stale acceptance taken as 1 too; of several, the one
+// the re-probe interval, and beats it with stale acceptance taken as 1 too; of several, the one
 // with the fewest drafts first, and a chain only once the chain one shorter was measured at this
-// batch size (its probe is the cheapest, and what it measures may rule the longer chains out). A
+// batch size (its probe is the cheapest, and what it measures may rule the longer chains out).
+// A probe's step counts only once its drafts were verified (none may have been made: the running
+// requests' MTP layers may have fallen behind while drafts could not pay, see KeepMtp). A
 // setting that cannot beat "off" even if every draft were accepted is never tried again (CanPay);
 // on a host where verifying k rows costs k decode steps, `auto` thereby settles on off after one
-// probe of one draft. An acceptance position not observed for `reprobe_interval` steps is stale:
+// probe of one draft. An acceptance position not observed for the re-probe interval is stale:
 // its next observations start a fresh average (weight 1/n, then the floor `accept_weight`), so a
 // probe after an acceptance shift measures the new rate instead of blending it into the old one.
+// The re-probe interval starts at `reprobe_interval` and doubles, up to `max_reprobe_interval`,
+// every time a re-probe ends without its setting becoming the best (drafts that never pay cost a
+// probe of probe_steps ever more rarely, and the MTP layer is kept up for a catch-up ever more
+// rarely); it returns to `reprobe_interval` when a re-probe wins.
 //
 // Thread-safety: none (the engine loop thread owns it).
 #pragma once
@@ -43,9 +49,11 @@ namespace mx {
 struct SpecChooserOptions {
   int32_t max_steps = 5;           // settings 0..max_steps; REQUIRES: >= 1
   int64_t reprobe_interval = 256;  // decode steps; REQUIRES: >= 1
-  int32_t probe_steps = 8;         // consecutive steps a probe runs; REQUIRES: >= 1
-  double cost_weight = 0.2;        // running-average weight of a new cost observation
-  double accept_weight = 0.02;     // floor of the weight of a new acceptance observation
+  // The interval's ceiling while re-probes keep finding nothing; REQUIRES: >= reprobe_interval.
+  int64_t max_reprobe_interval = 2048;
+  int32_t probe_steps = 8;      // consecutive steps a probe runs; REQUIRES: >= 1
+  double cost_weight = 0.2;     // running-average weight of a new cost observation
+  double accept_weight = 0.02;  // floor of the weight of a new acceptance observation
   // A probe must be able to beat the best estimate by this factor (the estimates are running
   // averages of a noisy host's times: without a margin, noise alone triggers probes).
   double probe_margin = 1.05;
@@ -78,12 +86,15 @@ class SpecChooser {
   bool CanPay(int64_t batch) const;
   // Whether the MTP layer is worth keeping up (prefill chunks through it, skipped rows kept for
   // a catch-up) at `batch`: as CanPay, but with the acceptance measured, positions never seen or
-  // stale (not observed for reprobe_interval steps) taken as 1. Drafts that were just measured
+  // stale (not observed for the re-probe interval) taken as 1. Drafts that were just measured
   // to fail make it false until they are stale, so a model whose drafts are never accepted
   // stops paying for the MTP layer between re-probes.
   bool KeepMtp(int64_t batch) const;
   // Acceptance estimate of draft position i (1-based; 0 when never observed).
   double accept(int32_t i) const;
+  // The current re-probe interval (decode steps): reprobe_interval, doubled per fruitless
+  // re-probe up to max_reprobe_interval.
+  int64_t reprobe_interval() const { return interval_; }
 
   struct Decision {
     int32_t steps = 0;
@@ -134,6 +145,10 @@ class SpecChooser {
   int64_t step_ = 0;
   int32_t probing_ = 0;  // the setting being probed
   int32_t probe_left_ = 0;
+  int64_t probe_waited_ = 0;  // probe steps without a verify so far
+  bool reprobing_ = false;    // the probe is a periodic re-probe (not a first measurement)
+  bool verified_ = false;     // a verify was observed since the last Choose
+  int64_t interval_ = 0;      // the current re-probe interval
   Decision last_;
 };
 

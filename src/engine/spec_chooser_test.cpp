@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -177,6 +178,7 @@ TEST(SpecChooser, KeepsTheMtpLayerOnlyWhileDraftsCouldPayAsMeasured) {
 TEST(SpecChooser, NoticesAnAcceptanceShiftBothWays) {
   SpecChooserOptions o;
   o.reprobe_interval = 200;
+  o.max_reprobe_interval = 400;  // the fruitless re-probes of phase 2 back off to this
   SpecChooser c(o);
   const Host good = Bandwidth({0.95, 0.95, 0.9, 0.9, 0.2});
   const Host bad = Bandwidth({0.02, 0.02, 0.02, 0.02, 0.02});
@@ -207,10 +209,78 @@ TEST(SpecChooser, NoticesAnAcceptanceShiftBothWays) {
       break;
     }
   }
-  EXPECT_LE(back, static_cast<size_t>(o.reprobe_interval + 4 * o.probe_steps))
+  EXPECT_LE(back, static_cast<size_t>(o.max_reprobe_interval + 4 * o.probe_steps))
       << "the re-probe did not find the recovered acceptance";
   EXPECT_GT(Share(phase3, 700, best_good), 0.9);
   EXPECT_GT(c.accept(1), 0.7);
+}
+
+// Drafts that are never accepted, where they would pay if they were: every re-probe finds
+// nothing, so the interval doubles up to its ceiling (5,000 steps at 100 doubling to 800: nine
+// re-probes where a fixed interval makes fifty); a re-probe that finds acceptance back wins and
+// returns it to the start.
+TEST(SpecChooser, BacksOffReprobesThatKeepFindingNothing) {
+  SpecChooserOptions o;
+  o.reprobe_interval = 100;
+  o.max_reprobe_interval = 800;
+  SpecChooser c(o);
+  const Host bad = Bandwidth({0.0, 0.0, 0.0, 0.0, 0.0});
+  const Host good = Bandwidth({0.95, 0.95, 0.9, 0.9, 0.2});
+  double margin = 0;
+  const int best_good = good.Best(o.max_steps, 1, &margin);
+  ASSERT_GT(best_good, 0);
+  std::mt19937 rng(13);
+  int spec_steps = 0;
+  for (int s : Simulate(c, bad, 1, 5000, rng)) spec_steps += s > 0 ? 1 : 0;
+  EXPECT_EQ(c.reprobe_interval(), o.max_reprobe_interval);
+  EXPECT_GE(spec_steps, 8 * o.probe_steps);   // it kept re-probing
+  EXPECT_LE(spec_steps, 12 * o.probe_steps);  // at the backed-off interval
+  int back = 0;
+  while (back < 2000 && Simulate(c, good, 1, 1, rng)[0] != best_good) ++back;
+  EXPECT_LE(back, o.max_reprobe_interval + 4 * o.probe_steps);
+  EXPECT_EQ(c.reprobe_interval(), o.reprobe_interval);
+  EXPECT_GT(Share(Simulate(c, good, 1, 1000, rng), 0, best_good), 0.9);
+}
+
+// A re-probe where no running request can draft (their MTP layers fell behind while drafts were
+// known to fail): the probe waits, keeping the MTP layer up, until drafts are verified, then
+// runs its probe_steps and ends; without any verify it gives up after the interval.
+TEST(SpecChooser, AProbeWaitsForARequestThatCanDraft) {
+  SpecChooserOptions o;
+  o.reprobe_interval = 100;
+  o.max_reprobe_interval = 100;
+  SpecChooser c(o);
+  const Host bad = Bandwidth({0.0, 0.0, 0.0, 0.0, 0.0});
+  std::mt19937 rng(17);
+  Simulate(c, bad, 1, 300, rng);
+  ASSERT_FALSE(c.KeepMtp(1));
+  // A decode step in which nobody drafts, whatever was chosen.
+  auto undrafted = [&c] {
+    const int s = c.Choose(1);
+    c.ObserveTarget(1, 1e-3 * 1.06);
+    c.ObserveOverhead(1, 2e-5);
+    return s;
+  };
+  // Steps until the next re-probe starts, then the steps it lasts.
+  auto reprobe = [&](int limit, int* waited) {
+    int k = 0;
+    while (k < 2 * o.reprobe_interval && undrafted() != 1) ++k;
+    EXPECT_LT(k, 2 * o.reprobe_interval) << "no re-probe";
+    *waited = 1;
+    while (*waited < limit && undrafted() == 1) ++*waited;
+  };
+  int waited = 0;
+  reprobe(60, &waited);
+  EXPECT_EQ(waited, 60) << "stopped waiting";
+  EXPECT_TRUE(c.KeepMtp(1));
+  // A request that can draft arrives: probe_steps of verifies end the probe.
+  const std::vector<int> probe = Simulate(c, bad, 1, o.probe_steps + 2, rng);
+  EXPECT_EQ(probe.back(), 0);
+  EXPECT_FALSE(c.KeepMtp(1));
+  // Nobody can draft at the next re-probe either: it gives up after the interval.
+  reprobe(4 * o.reprobe_interval, &waited);
+  EXPECT_GT(waited, o.reprobe_interval);
+  EXPECT_LE(waited, o.reprobe_interval + o.probe_steps + 1);
 }
 
 // What exploring costs in a run as short as a benchmark's: the expected tokens per second of the
