@@ -2,8 +2,8 @@
 # Issue 29's figures: MTP speculative decoding off, at fixed draft steps, and `auto`, through
 # the server: `mxserve bench single-stream` and `mxserve bench serve` at concurrency 1, 4 and 16,
 # one fresh server per setting and round, the settings alternating within each round. Run it
-# on a quiet host; prints one line per setting and workload (output tok/s of each round) and
-# keeps the reports in OUT.
+# on a quiet host; prints one line per setting and round (output tok/s of each workload, and the
+# seconds the MTP layer's passes took per second of target forwards) and keeps the reports in OUT.
 #
 #   scripts/spec-figures.sh MODEL_DIR [ROUNDS=2] [OUT=/tmp/spec-figures]
 #
@@ -82,7 +82,11 @@ for round in $(seq "$ROUNDS"); do
         --max-concurrency "$c" --seed "$round" > "$OUT/serve-c$c-$s-$round.txt" 2>&1 || true
       line="$line, c$c $(serve_rate "$OUT/serve-c$c-$s-$round.txt")"
     done
-    curl -s "$base/metrics" | grep -E '^mxserve:spec_' > "$OUT/metrics-$s-$round.txt" || true
+    curl -s "$base/metrics" | grep -E '^mxserve:(spec_|forward_seconds)' > "$OUT/metrics-$s-$round.txt" || true
+    # What the MTP layer's passes cost against the target forwards' time, over the whole run.
+    share=$(awk '/^mxserve:spec_mtp_seconds_total/ {m = $2} /^mxserve:forward_seconds_total/ {f = $2}
+                 END { if (f > 0) printf "%.3f", m / f }' "$OUT/metrics-$s-$round.txt")
+    line="$line, mtp/forward ${share:-?}"
     kill "$pid" 2> /dev/null || true
     wait "$pid" 2> /dev/null || true
     echo "$line"

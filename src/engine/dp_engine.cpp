@@ -77,6 +77,9 @@ void AddStats(const EngineStats& s, EngineStats* t) {
   t->requests_aborted += s.requests_aborted;
   t->requests_rejected += s.requests_rejected;
   t->retractions += s.retractions;
+  t->forward_seconds += s.forward_seconds;
+  t->spec_mtp_seconds += s.spec_mtp_seconds;
+  t->spec_mtp_rows += s.spec_mtp_rows;
   // The mean accept length over all verify steps (weighted by each replica's steps).
   const int64_t steps = t->spec_verify_steps + s.spec_verify_steps;
   if (steps > 0) {

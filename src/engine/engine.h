@@ -110,6 +110,12 @@ struct EngineStats {
   int64_t requests_aborted = 0;
   int64_t requests_rejected = 0;
   int64_t retractions = 0;
+  // Seconds in the target model's forwards (every step's), and with speculative decoding in the
+  // MTP layer's passes (draft-extend with any catch-up, and the draft steps) with the rows they
+  // ran over: what speculation spends besides its verify rows.
+  double forward_seconds = 0;
+  double spec_mtp_seconds = 0;
+  int64_t spec_mtp_rows = 0;
   // Speculative decoding (all 0 when off): verify steps (one per request and decode forward),
   // drafts proposed and accepted, and per draft position i (0 = the first draft) how often one
   // was proposed and accepted. Mean accept length = tokens per verify step, bonus included.

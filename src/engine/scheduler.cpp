@@ -2,6 +2,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "base/check.h"
 
@@ -187,8 +188,10 @@ void Scheduler::StartMaskPrefetch(const ScheduledBatch& batch) {
 
 void Scheduler::PlainForward(const ScheduledBatch& batch) {
   StartMaskPrefetch(batch);
+  const Clock::time_point t0 = Clock::now();
   auto logits = runner_.Forward(MakeBatch(batch), cache_.kv());
   prefetch_.Wait();
+  stats_.forward_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
   if (!logits.ok()) {
     ForwardFailed(logits.status());
     for (auto [r, n] : batch) Finish(*r, FinishReason::kAbort, logits.status());

@@ -49,6 +49,7 @@ void Scheduler::SpecForward(const ScheduledBatch& batch) {
   auto out = runner_.ForwardRows(MakeBatch(batch), cache_.kv());
   prefetch_.Wait();
   const double forward_s = Since(t0);
+  stats_.forward_seconds += forward_s;
   if (!out.ok()) {
     ForwardFailed(out.status());
     for (auto [r, n] : batch) Finish(*r, FinishReason::kAbort, out.status());
@@ -194,6 +195,8 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
     for (Request* r : reqs) Finish(*r, FinishReason::kAbort, ext.status());
     return mtp_s;
   }
+  stats_.spec_mtp_seconds += mtp_s;
+  stats_.spec_mtp_rows += ext->row_begin.back();
   if (chooser_) chooser_->ObserveMtp(ext->row_begin.back(), mtp_s);
   for (Request* r : reqs) {
     cache_.MarkMtpRows(*r, r->mtp_len, r->kv_len);
@@ -244,6 +247,8 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
     auto o = runner_.ForwardMtp(step, cache_.kv());
     const double pass_s = Since(t0);
     mtp_s += pass_s;
+    stats_.spec_mtp_seconds += pass_s;
+    stats_.spec_mtp_rows += std::ssize(live);
     if (!o.ok()) {
       ForwardFailed(o.status());
       for (Chain* c : live) Finish(*c->r, FinishReason::kAbort, o.status());

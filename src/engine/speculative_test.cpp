@@ -142,6 +142,14 @@ void ExpectGreedyIdentical(const Case& c) {
   EXPECT_GT(st.spec_verify_steps, 0);
   EXPECT_GT(st.spec_drafts_proposed, 0);
   EXPECT_LE(st.spec_tokens_accepted, st.spec_drafts_proposed);
+  // Every draft is a row of an MTP pass (the draft-extend's last row or a draft step's), and
+  // the prompts went through it too; without speculation nothing did.
+  EXPECT_GT(st.spec_mtp_rows, st.spec_drafts_proposed);
+  EXPECT_GT(st.spec_mtp_seconds, 0);
+  EXPECT_GT(st.forward_seconds, st.spec_mtp_seconds * 0.1);
+  EXPECT_EQ(base->Stats().spec_mtp_rows, 0);
+  EXPECT_EQ(base->Stats().spec_mtp_seconds, 0);
+  EXPECT_GT(base->Stats().forward_seconds, 0);
   ASSERT_EQ(st.spec_proposed_at.size(), static_cast<size_t>(c.steps));
   int64_t acc = 0, prop = 0;
   for (int i = 0; i < c.steps; ++i) {

@@ -103,6 +103,9 @@ class FakeEngine : public Engine {
     s.spec_estimate_off_tokens_per_s = 100;
     s.spec_estimate_accept_length = 2.5;
     s.spec_steps_histogram = {7, 0, 0, 5};
+    s.forward_seconds = 1.5;
+    s.spec_mtp_seconds = 0.25;
+    s.spec_mtp_rows = 40;
     return s;
   }
   void FlushCache() override {

@@ -107,6 +107,13 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
             [](const MV& m) { return KvUsageRatio(m.stats); });
   per_model("cache_hit_rate", "gauge", "Radix cache hit rate (cached / prompt tokens).",
             [](const MV& m) { return CacheHitRate(m.stats); });
+  per_model("forward_seconds_total", "counter", "Seconds in the target model's forwards.",
+            [](const MV& m) { return m.stats.forward_seconds; });
+  per_model("spec_mtp_seconds_total", "counter",
+            "Seconds in the MTP layer's passes (draft-extend, catch-up, draft steps).",
+            [](const MV& m) { return m.stats.spec_mtp_seconds; });
+  per_model("spec_mtp_rows_total", "counter", "Rows the MTP layer's passes ran over.",
+            [](const MV& m) { return m.stats.spec_mtp_rows; });
   per_model("spec_accept_length", "gauge", "Mean speculative accept length (0: off).",
             [](const MV& m) { return m.stats.spec_accept_length_mean; });
   per_model("spec_verify_steps_total", "counter", "Speculative verify steps (one per request).",

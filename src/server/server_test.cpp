@@ -384,7 +384,10 @@ TEST(Server, NativeRoutes) {
                            "mxserve:spec_auto_estimate_tokens_per_second{model=\"arith\"} 150",
                            "mxserve:spec_auto_estimate_off_tokens_per_second{model=\"arith\"} 100",
                            "mxserve:spec_steps_chosen_total{model=\"arith\",steps=\"0\"} 7",
-                           "mxserve:spec_steps_chosen_total{model=\"arith\",steps=\"3\"} 5"}) {
+                           "mxserve:spec_steps_chosen_total{model=\"arith\",steps=\"3\"} 5",
+                           "mxserve:forward_seconds_total{model=\"arith\"} 1.5",
+                           "mxserve:spec_mtp_seconds_total{model=\"arith\"} 0.25",
+                           "mxserve:spec_mtp_rows_total{model=\"arith\"} 40"}) {
     EXPECT_NE(metrics.find(name), std::string::npos) << name;
   }
 }
