@@ -9,7 +9,8 @@
 #
 # SETTINGS (default "off 1 3 5 auto"), SERVE_OUT (output tokens per serve request, default 128),
 # SS_OUT (single-stream output tokens, default 256), NP_FACTOR (serve requests per unit of
-# concurrency, default 8), IN (prompt tokens, default 64), ARGS
+# concurrency, default 8), IN (prompt tokens, default 64), WARMUP (default 1: one unmeasured
+# request per fresh server first; 0: none), ARGS
 # (extra serve flags, e.g. --threads 2) override the defaults. The model needs a tokenizer.json
 # (bench/model_bench writes one beside its bench-scale checkpoints); a synthetic one has no
 # words to build text prompts from, so for those set VOCAB=32000 (random token ids; single-stream
@@ -27,6 +28,7 @@ IN=${IN:-64}
 ARGS=${ARGS:-}
 PORT=${PORT:-36101}
 VOCAB=${VOCAB:-}  # set (e.g. 32000): token-id prompts in [0, VOCAB) instead of the tokenizer's words
+WARMUP=${WARMUP:-1}  # 1: one unmeasured request per fresh server before the measured ones
 mkdir -p "$OUT"
 
 wait_ready() {  # pid
@@ -62,6 +64,15 @@ for round in $(seq "$ROUNDS"); do
     wait_ready "$pid"
     base=http://127.0.0.1:$PORT
     name=$(basename "$MODEL")
+    if [[ $WARMUP == 1 ]]; then
+      # A fresh server's first request runs cold (buffers and weights touched for the first
+      # time; under auto also the chooser's first probes): one unmeasured request first, the
+      # same for every setting, as a server that has been up a while.
+      warm=(--random-input-len "$IN" --random-output-len "$SS_OUT" --num-prompts 1 --seed 99)
+      if [[ -n $VOCAB ]]; then warm+=(--random-vocab-size "$VOCAB"); else warm+=(--tokenizer "$MODEL"); fi
+      "$MXSERVE" bench serve --base-url "$base" --model "$name" --endpoint completions "${warm[@]}" \
+        --max-concurrency 1 > "$OUT/warmup-$s-$round.txt" 2>&1 || true
+    fi
     if [[ -n $VOCAB ]]; then
       # No word tokens to build text from: five id prompts one at a time stand for single-stream.
       "$MXSERVE" bench serve --base-url "$base" --model "$name" --random-vocab-size "$VOCAB" \

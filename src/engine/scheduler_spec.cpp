@@ -142,8 +142,12 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
   for (auto [r, m] : extended) decoding += !r->done && r->remaining() == 1 ? 1 : 0;
   int32_t steps = cfg_.spec_steps;
   bool keep = true;
+  int64_t drafters = decoding;  // decoding requests that may still draft
   if (chooser_) {
     steps = decoding > 0 ? chooser_->Choose(decoding) : 0;
+    // A re-probe only re-measures acceptance (its costs are known): one request drafts, the
+    // others neither catch their MTP layers up nor verify drafts.
+    if (decoding > 0 && chooser_->last().reprobe && !cfg_.spec_schedule) drafters = 1;
     keep = steps > 0 || chooser_->KeepMtp(std::max<int64_t>(decoding, 1));
     if (cfg_.spec_schedule && decoding > 0) {
       steps = std::clamp(cfg_.spec_schedule(steps, spec_decode_steps_), 0, cfg_.spec_steps);
@@ -151,7 +155,10 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
     keep = keep || cfg_.spec_schedule != nullptr;
   }
   spec_decode_steps_ += decoding > 0 ? 1 : 0;
-  if (decoding > 0) ++stats_.spec_steps_histogram[steps];
+  // The next decode step, under the drafts it will verify (none where no request drafted).
+  auto count_step = [&](bool drafted) {
+    if (decoding > 0) ++stats_.spec_steps_histogram[drafted ? steps : 0];
+  };
   // Draft-extend over the rows that became final (and those a request's MTP layer missed while
   // it ran without drafts), as (h_p, x_{p+1}) at position p.
   MtpBatch mb;
@@ -168,7 +175,7 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
       continue;
     }
     const bool decode = r->remaining() == 1;
-    if (decode ? steps == 0 : !keep) {
+    if (decode ? steps == 0 || drafters == 0 : !keep) {
       if (keep && r->kv_len - r->mtp_len <= cfg_.spec_max_lag) {
         r->mtp_hidden.insert(r->mtp_hidden.end(), rows.begin(), rows.end());
       } else {
@@ -176,6 +183,7 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
       }
       continue;
     }
+    drafters -= decode ? 1 : 0;
     MtpSequenceInput s;
     s.seq = r->seq();
     s.start_pos = r->mtp_len;
@@ -186,7 +194,10 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
     mb.seqs.push_back(std::move(s));
     reqs.push_back(r);
   }
-  if (mb.seqs.empty()) return 0;
+  if (mb.seqs.empty()) {
+    count_step(false);
+    return 0;
+  }
   Clock::time_point t0 = Clock::now();
   auto ext = runner_.ForwardMtp(mb, cache_.kv());
   double mtp_s = Since(t0);
@@ -227,6 +238,7 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
     }
     chains.push_back(std::move(c));
   }
+  count_step(!chains.empty());
   // Steps 2..n: one row per chain, one position further each.
   for (int64_t j = 2; j <= steps; ++j) {
     MtpBatch step;

@@ -192,6 +192,7 @@ int32_t SpecChooser::Choose(int64_t batch) {
     if (verified_ || ++probe_waited_ > interval_) --probe_left_;
     d.steps = probing_;
     d.probe = true;
+    d.reprobe = reprobing_;
   } else if (off_measured) {
     const bool reprobe_ended = reprobing_;
     reprobing_ = false;
@@ -244,6 +245,7 @@ int32_t SpecChooser::Choose(int64_t batch) {
       probe_waited_ = 0;
       reprobing_ = reprobe;
       d.probe = true;
+      d.reprobe = reprobe;
     }
   }  // else: off, until a decode step at this batch size was measured
   last_run_[d.steps] = step_;

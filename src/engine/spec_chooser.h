@@ -98,7 +98,10 @@ class SpecChooser {
 
   struct Decision {
     int32_t steps = 0;
-    bool probe = false;       // an exploration step, not the best estimate
+    bool probe = false;  // an exploration step, not the best estimate
+    // A periodic re-probe (of a setting whose costs are known): it re-measures acceptance, so
+    // the scheduler lets only one request draft in it.
+    bool reprobe = false;
     double tokens_per_s = 0;  // Predict(steps, batch)
     double off_tokens_per_s = 0;
     double accept_length = 1;  // E(steps)

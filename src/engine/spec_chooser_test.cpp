@@ -242,6 +242,28 @@ TEST(SpecChooser, BacksOffReprobesThatKeepFindingNothing) {
   EXPECT_GT(Share(Simulate(c, good, 1, 1000, rng), 0, best_good), 0.9);
 }
 
+// The scheduler lets one request draft in a re-probe (it re-measures acceptance; the costs are
+// known) and every request in a first probe (it measures the costs): the decision says which.
+TEST(SpecChooser, TellsAReprobeFromAFirstProbe) {
+  SpecChooserOptions o;
+  o.reprobe_interval = 50;
+  o.max_reprobe_interval = 50;
+  SpecChooser c(o);
+  const Host bad = Bandwidth({0.0, 0.0, 0.0, 0.0, 0.0});
+  std::mt19937 rng(19);
+  int first = 0, again = 0;
+  for (int k = 0; k < 500; ++k) {
+    const int s = Simulate(c, bad, 4, 1, rng)[0];
+    const SpecChooser::Decision& d = c.last();
+    EXPECT_EQ(s > 0, d.probe);  // drafts never pay here: only probes draft
+    EXPECT_TRUE(d.probe || !d.reprobe);
+    if (d.probe) (d.reprobe ? again : first) += 1;
+    if (k < o.probe_steps) EXPECT_FALSE(d.reprobe) << k;  // the first probe, after off's step
+  }
+  EXPECT_EQ(first, o.probe_steps);
+  EXPECT_GE(again, 8 * o.probe_steps);
+}
+
 // A re-probe where no running request can draft (their MTP layers fell behind while drafts were
 // known to fail): the probe waits, keeping the MTP layer up, until drafts are verified, then
 // runs its probe_steps and ends; without any verify it gives up after the interval.
