@@ -48,9 +48,9 @@ namespace mx {
 
 struct SpecChooserOptions {
   int32_t max_steps = 5;           // settings 0..max_steps; REQUIRES: >= 1
-  int64_t reprobe_interval = 256;  // decode steps; REQUIRES: >= 1
+  int64_t reprobe_interval = 512;  // decode steps; REQUIRES: >= 1
   // The interval's ceiling while re-probes keep finding nothing; REQUIRES: >= reprobe_interval.
-  int64_t max_reprobe_interval = 2048;
+  int64_t max_reprobe_interval = 4096;
   int32_t probe_steps = 8;      // consecutive steps a probe runs; REQUIRES: >= 1
   double cost_weight = 0.2;     // running-average weight of a new cost observation
   double accept_weight = 0.02;  // floor of the weight of a new acceptance observation
