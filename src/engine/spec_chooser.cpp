@@ -186,10 +186,11 @@ int32_t SpecChooser::Choose(int64_t batch) {
   bool off_measured = false;
   d.off_tokens_per_s = Rate(0, batch, false, Acceptance::kEstimate, &off_measured);
   if (probe_left_ > 0) {
-    // A probe step counts once its drafts were verified: while no running request can draft
-    // (their MTP layers fell behind while drafts could not pay), the probe waits for one that
-    // can (a request admitted since), for at most the re-probe interval.
-    if (verified_ || ++probe_waited_ > interval_) --probe_left_;
+    // A probe step with drafts counts once they were verified: while no running request can
+    // draft (their MTP layers fell behind while drafts could not pay), the probe waits for one
+    // that can (a request admitted since), for at most the re-probe interval. A probe of off
+    // verifies nothing and counts every step.
+    if (verified_ || probing_ == 0 || ++probe_waited_ > interval_) --probe_left_;
     d.steps = probing_;
     d.probe = true;
     d.reprobe = reprobing_;

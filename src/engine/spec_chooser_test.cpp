@@ -264,6 +264,32 @@ TEST(SpecChooser, TellsAReprobeFromAFirstProbe) {
   EXPECT_GE(again, 8 * o.probe_steps);
 }
 
+// Where one draft is best and off's only time was a cold one (capped by a larger row count's,
+// so not trusted), off is probed again: it drafts nothing, so nothing is verified, and the
+// probe must still end after probe_steps instead of waiting as a probe with drafts does.
+TEST(SpecChooser, AProbeOfOffEndsAfterItsSteps) {
+  double slow = 1;
+  Host h = Bandwidth({0.9, 0.05, 0.05, 0.05, 0.05});
+  h.target = [&slow](double r) { return slow * 1e-3 * (1.0 + 0.06 * r); };
+  double margin = 0;
+  ASSERT_EQ(h.Best(5, 1, &margin), 1);
+  SpecChooserOptions o;
+  SpecChooser c(o);
+  std::mt19937 rng(23);
+  slow = 80;
+  Simulate(c, h, 1, 1, rng);  // off's cold first step
+  slow = 1;
+  const std::vector<int> got = Simulate(c, h, 1, 600, rng);
+  int longest = 0, run = 0;
+  for (int s : got) {
+    run = s == 0 ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  EXPECT_GT(longest, 0) << "off was not probed again";
+  EXPECT_LE(longest, o.probe_steps);
+  EXPECT_GT(Share(got, 100, 1), 0.9);
+}
+
 // A re-probe where no running request can draft (their MTP layers fell behind while drafts were
 // known to fail): the probe waits, keeping the MTP layer up, until drafts are verified, then
 // runs its probe_steps and ends; without any verify it gives up after the interval.
