@@ -87,8 +87,10 @@ t=$(post /v1/chat/completions "$(jq -c --argjson t "$TOOLS" '.tools=$t' <<<"$CHA
 check "tools request answered" test "$(jq -r '.choices[0].message.role' <<<"$t")" = assistant
 
 m=$(curl -s $B/metrics)
-check "metrics counts generated tokens" bash -c "grep -E '^mxserve:generation_tokens_total\{model=\"arith\"\} [1-9]' <<<'$m' >/dev/null"
-check "metrics counts cached tokens" bash -c "grep -E '^mxserve:cached_prompt_tokens_total\{model=\"arith\"\} [1-9]' <<<'$m' >/dev/null"
+# The body goes in as data, never into the command line: its help texts may hold any character.
+check "metrics counts generated tokens" grep -qE '^mxserve:generation_tokens_total\{model="arith"\} [1-9]' <<<"$m"
+check "metrics counts cached tokens" grep -qE '^mxserve:cached_prompt_tokens_total\{model="arith"\} [1-9]' <<<"$m"
+check "metrics counts forward seconds" grep -qE '^mxserve:forward_seconds_total\{model="arith"\} [0-9.e+-]*[1-9]' <<<"$m"
 
 kill -TERM $pid
 wait $pid
