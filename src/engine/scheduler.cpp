@@ -2,7 +2,6 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "base/check.h"
 
@@ -191,7 +190,7 @@ void Scheduler::PlainForward(const ScheduledBatch& batch) {
   const Clock::time_point t0 = Clock::now();
   auto logits = runner_.Forward(MakeBatch(batch), cache_.kv());
   prefetch_.Wait();
-  stats_.forward_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  stats_.forward_seconds += SecondsSince(t0);
   if (!logits.ok()) {
     ForwardFailed(logits.status());
     for (auto [r, n] : batch) Finish(*r, FinishReason::kAbort, logits.status());

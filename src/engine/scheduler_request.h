@@ -24,6 +24,11 @@ namespace mx {
 
 using Clock = std::chrono::steady_clock;
 
+// Seconds from t0 to now.
+inline double SecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
 // Where a request's chunks go (the stream's channel).
 class ChunkSink {
  public:

@@ -29,12 +29,6 @@
 
 namespace mx {
 
-namespace {
-double Since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-}  // namespace
-
 void Scheduler::SpecForward(const ScheduledBatch& batch) {
   const Clock::time_point t0 = Clock::now();
   std::vector<bool> verify;  // decoding: the last token and its drafts, logits on every row
@@ -48,7 +42,7 @@ void Scheduler::SpecForward(const ScheduledBatch& batch) {
   StartMaskPrefetch(batch);  // a verify's masks: the states along its trimmed drafts
   auto out = runner_.ForwardRows(MakeBatch(batch), cache_.kv());
   prefetch_.Wait();
-  const double forward_s = Since(t0);
+  const double forward_s = SecondsSince(t0);
   stats_.forward_seconds += forward_s;
   if (!out.ok()) {
     ForwardFailed(out.status());
@@ -78,7 +72,7 @@ void Scheduler::SpecForward(const ScheduledBatch& batch) {
   const double mtp_s = Draft(extended, *out, first_row);
   if (chooser_ && all_decode) {
     chooser_->ObserveTarget(rows, forward_s);
-    chooser_->ObserveOverhead(emitted, Since(t0) - forward_s - mtp_s);
+    chooser_->ObserveOverhead(emitted, SecondsSince(t0) - forward_s - mtp_s);
   }
 }
 
@@ -200,7 +194,7 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
   }
   Clock::time_point t0 = Clock::now();
   auto ext = runner_.ForwardMtp(mb, cache_.kv());
-  double mtp_s = Since(t0);
+  double mtp_s = SecondsSince(t0);
   if (!ext.ok()) {
     ForwardFailed(ext.status());
     for (Request* r : reqs) Finish(*r, FinishReason::kAbort, ext.status());
@@ -257,7 +251,7 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
     if (step.seqs.empty()) break;
     t0 = Clock::now();
     auto o = runner_.ForwardMtp(step, cache_.kv());
-    const double pass_s = Since(t0);
+    const double pass_s = SecondsSince(t0);
     mtp_s += pass_s;
     stats_.spec_mtp_seconds += pass_s;
     stats_.spec_mtp_rows += std::ssize(live);

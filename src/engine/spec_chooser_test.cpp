@@ -93,6 +93,17 @@ Host Bandwidth(std::vector<double> accept) {
   return h;
 }
 
+// Drafts that are never accepted, on the host where good ones would pay.
+Host NeverAccepted() { return Bandwidth({0.0, 0.0, 0.0, 0.0, 0.0}); }
+
+// Options whose re-probe interval stays at `steps` (no backoff).
+SpecChooserOptions FixedInterval(int64_t steps) {
+  SpecChooserOptions o;
+  o.reprobe_interval = steps;
+  o.max_reprobe_interval = steps;
+  return o;
+}
+
 TEST(SpecChooser, SettlesOnTheKnownBestSetting) {
   struct Case {
     const char* name;
@@ -165,7 +176,7 @@ TEST(SpecChooser, KeepsTheMtpLayerOnlyWhileDraftsCouldPayAsMeasured) {
   SpecChooser c(o);
   EXPECT_TRUE(c.KeepMtp(1));  // nothing measured yet
   std::mt19937 rng(3);
-  Simulate(c, Bandwidth({0.0, 0.0, 0.0, 0.0, 0.0}), 1, 300, rng);
+  Simulate(c, NeverAccepted(), 1, 300, rng);
   EXPECT_TRUE(c.CanPay(1));
   EXPECT_FALSE(c.KeepMtp(1));
   for (int k = 0; k <= o.reprobe_interval; ++k) c.Choose(1);  // no verify observed
@@ -224,7 +235,7 @@ TEST(SpecChooser, BacksOffReprobesThatKeepFindingNothing) {
   o.reprobe_interval = 100;
   o.max_reprobe_interval = 800;
   SpecChooser c(o);
-  const Host bad = Bandwidth({0.0, 0.0, 0.0, 0.0, 0.0});
+  const Host bad = NeverAccepted();
   const Host good = Bandwidth({0.95, 0.95, 0.9, 0.9, 0.2});
   double margin = 0;
   const int best_good = good.Best(o.max_steps, 1, &margin);
@@ -245,11 +256,9 @@ TEST(SpecChooser, BacksOffReprobesThatKeepFindingNothing) {
 // The scheduler lets one request draft in a re-probe (it re-measures acceptance; the costs are
 // known) and every request in a first probe (it measures the costs): the decision says which.
 TEST(SpecChooser, TellsAReprobeFromAFirstProbe) {
-  SpecChooserOptions o;
-  o.reprobe_interval = 50;
-  o.max_reprobe_interval = 50;
+  const SpecChooserOptions o = FixedInterval(50);
   SpecChooser c(o);
-  const Host bad = Bandwidth({0.0, 0.0, 0.0, 0.0, 0.0});
+  const Host bad = NeverAccepted();
   std::mt19937 rng(19);
   int first = 0, again = 0;
   for (int k = 0; k < 500; ++k) {
@@ -294,11 +303,9 @@ TEST(SpecChooser, AProbeOfOffEndsAfterItsSteps) {
 // known to fail): the probe waits, keeping the MTP layer up, until drafts are verified, then
 // runs its probe_steps and ends; without any verify it gives up after the interval.
 TEST(SpecChooser, AProbeWaitsForARequestThatCanDraft) {
-  SpecChooserOptions o;
-  o.reprobe_interval = 100;
-  o.max_reprobe_interval = 100;
+  const SpecChooserOptions o = FixedInterval(100);
   SpecChooser c(o);
-  const Host bad = Bandwidth({0.0, 0.0, 0.0, 0.0, 0.0});
+  const Host bad = NeverAccepted();
   std::mt19937 rng(17);
   Simulate(c, bad, 1, 300, rng);
   ASSERT_FALSE(c.KeepMtp(1));
