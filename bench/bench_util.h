@@ -43,6 +43,14 @@ inline std::vector<int64_t> Ints(const std::string& s) {
   return v;
 }
 
+// "a,b" → {"a", "b"}.
+inline std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  for (std::string t; std::getline(ss, t, ',');) v.push_back(t);
+  return v;
+}
+
 // "2048x768,..." → {(2048, 768), ...}: (n, k) = (output features, input features).
 inline std::vector<std::pair<int64_t, int64_t>> Shapes(const std::string& s) {
   std::vector<std::pair<int64_t, int64_t>> v;

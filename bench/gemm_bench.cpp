@@ -6,7 +6,8 @@
 // random, activations N(0, 1). The host is shared: run nothing else meanwhile.
 //
 //   gemm_bench [threads=0 (all)] [reps=7] [m=128,512] [shapes=2048x2048,768x2048,2048x768]
-//              [mr=0] [nb=0] (the GemmTiling of every GEMM; 0 = the kernels' defaults)
+//              [mr=0] [nb=0] [kc=0] (the GemmTiling of every GEMM; 0 = the kernels' defaults;
+//              kc=1000000: the packed bf16 GEMM without K blocks)
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -56,7 +57,7 @@ double Peak(mx::ThreadPool& pool, double (*loop)(int64_t), int reps) {
 int main(int argc, char** argv) {
   std::map<std::string, std::string> a = {
       {"threads", "0"}, {"reps", "7"}, {"m", "128,512"}, {"shapes", "2048x2048,768x2048,2048x768"},
-      {"nb", "0"},      {"mr", "0"}};
+      {"nb", "0"},      {"mr", "0"},   {"kc", "0"}};
   if (!mx::bench::ParseArgs(argc, argv, "gemm_bench", a)) return 1;
   const mx::CpuFeatures& f = mx::GetCpuFeatures();
   if (!(f.avx512_core() && f.avx512bf16 && f.avx512vnni)) {
@@ -67,7 +68,8 @@ int main(int argc, char** argv) {
   const int reps = std::stoi(a["reps"]);
   const mx::KernelTable& exact = mx::SelectKernels();
   const mx::KernelTable& x16 = mx::WithGemmActivations(exact, mx::GemmActivations::kBf16);
-  const mx::GemmTiling tiling{.mr = std::stoi(a["mr"]), .nb = std::stoi(a["nb"])};
+  const mx::GemmTiling tiling{
+      .mr = std::stoi(a["mr"]), .nb = std::stoi(a["nb"]), .kc = std::stoi(a["kc"])};
   const double bf16_peak = Peak(pool, mx::bench::Bf16DotLoop, 5);
   const double int8_peak = Peak(pool, mx::bench::Int8DotLoop, 5);
   fmt::print(
@@ -78,7 +80,8 @@ int main(int argc, char** argv) {
   fmt::print("|---|---:|---:|---:|---:|---:|---:|\n");
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (const auto& [n, k] : mx::bench::Shapes(a["shapes"])) {
+  for (const auto& shape : mx::bench::Shapes(a["shapes"])) {
+    const int64_t n = shape.first, k = shape.second;  // named: lambdas below capture them
     std::vector<uint16_t> wb(n * k);
     for (auto& w : wb) w = mx::F32ToBf16(0.02f * nd(rng));
     std::vector<uint16_t> wp(mx::Bf16PackedElems(n, k));

@@ -2,9 +2,9 @@
 // GlmMoeDsa, hidden 2048, 8 layers, 32 routed experts top-8, moe_intermediate 768, vocab 32000,
 // dense indexer below index_topk 2048): measures this machine's read bandwidth and the
 // kernels' bf16 GEMM rate, generates a random bf16 checkpoint of that config once (and its
-// MXFP4 quantization with the default recipe), then times decode steps at batch 1, 8 and 32
-// after a 128-token context, and a 512-token prefill, with bf16 and with MXFP4 experts. Each
-// checkpoint gets a synthetic tokenizer.json, so that `mxserve serve` runs it too.
+// MXFP4 quantization with the default recipe; random_checkpoint.h), then times decode steps at
+// batch 1, 8 and 32 after a 128-token context, and a 512-token prefill, with bf16 and with MXFP4
+// experts. Each checkpoint gets a synthetic tokenizer.json, so that `mxserve serve` runs it too.
 // Decode is reported against the bandwidth floor: the bytes of every weight the step touches
 // (attention, indexer, dense, shared experts, router, lm_head, and each routed expert that the
 // router actually picked for some row, counted once) / bandwidth. Prefill against the GEMM rate
@@ -16,13 +16,14 @@
 //               [bf16=1 (0: the MXFP4 checkpoint alone)] [tuned=1 (the MoE config from
 //               configs/moe/; 0: default)] [spin_us=200 (how long idle pool workers poll before
 //               sleeping; 0: sleep at once)] [activations=bf16 (fp32: exact bf16 GEMMs)]
+//               [ops=0 (1: a table of each op's share of the time, its bytes or FLOPs, and its %
+//               of the bandwidth floor or GEMM rate, after each measurement; model/op_profile.h)]
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <random>
 #include <sstream>
@@ -36,14 +37,13 @@
 #include "engine/model_factory.h"
 #include "engine/offline_bench.h"
 #include "io/model_config.h"
-#include "io/safetensors_writer.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "model/moe.h"
 #include "model/tensor_plan.h"
 #include "model/weight_bytes.h"
 #include "quant/quantizer.h"
-#include "tokenizer/synthetic_tokenizer.h"
+#include "random_checkpoint.h"
 
 namespace fs = std::filesystem;
 
@@ -58,64 +58,26 @@ double Now() {
   std::exit(1);
 }
 
-// A synthetic tokenizer.json beside the checkpoint in `dir` (tokenizer/synthetic_tokenizer.h:
-// the vocabulary ../shared/anchors/hf_to_gguf.py gives ik_llama.cpp), so that `mxserve serve
-// DIR` runs it for serving comparisons; written once.
-void EnsureTokenizer(const std::string& dir) {
-  const fs::path path = fs::path(dir) / "tokenizer.json";
-  if (fs::exists(path)) return;
-  auto cfg = mx::LoadModelConfig(dir + "/config.json");
-  if (!cfg.ok()) Die(cfg.status().ToString());
-  std::vector<int32_t> special;
-  for (int64_t id : cfg->eos_token_ids) special.push_back(static_cast<int32_t>(id));
-  if (cfg->pad_token_id) special.push_back(static_cast<int32_t>(*cfg->pad_token_id));
-  auto text = mx::tok::SyntheticTokenizerJson(static_cast<int32_t>(cfg->vocab_size), special);
-  if (!text.ok()) Die(text.status().ToString());
-  std::ofstream out(path);
-  out << *text;
-  if (!out) Die("cannot write " + path.string());
-}
-
-// Random bf16 weights N(0, 0.02); norms 1; biases 0. Deterministic per tensor name.
-mx::Status WriteRandomCheckpoint(const std::string& config_path, const std::string& dir) {
-  auto cfg = mx::LoadModelConfig(config_path);
-  if (!cfg.ok()) return cfg.status();
-  fs::create_directories(dir);
-  fs::copy_file(config_path, fs::path(dir) / "config.json", fs::copy_options::overwrite_existing);
-  mx::SafetensorsWriter w;
-  for (const mx::TensorSpec& spec : mx::ExpectedTensors(*cfg)) {
-    const std::string name = spec.name;
-    const int64_t n = spec.numel();
-    const mx::DType dt = spec.dtype;
-    const bool norm = name.find("norm.weight") != std::string::npos ||
-                      name.find("layernorm.weight") != std::string::npos;
-    const bool zero = name.find("bias") != std::string::npos;
-    MX_RETURN_IF_ERROR(w.AddLazy(name, dt, spec.shape, [=](mx::ByteSink& out) -> mx::Status {
-      std::mt19937_64 rng(std::hash<std::string>{}(name));
-      std::normal_distribution<float> g(0.0f, 0.02f);
-      const int64_t chunk = 1 << 16;
-      std::vector<uint8_t> buf;
-      for (int64_t at = 0; at < n; at += chunk) {
-        const int64_t m = std::min(chunk, n - at);
-        if (dt == mx::DType::kF32) {
-          buf.resize(m * 4);
-          for (int64_t i = 0; i < m; ++i) {
-            const float v = zero ? 0.0f : (norm ? 1.0f : g(rng));
-            std::memcpy(buf.data() + i * 4, &v, 4);
-          }
-        } else {
-          buf.resize(m * 2);
-          for (int64_t i = 0; i < m; ++i) {
-            const uint16_t h = mx::F32ToBf16(zero ? 0.0f : (norm ? 1.0f : g(rng)));
-            std::memcpy(buf.data() + i * 2, &h, 2);
-          }
-        }
-        MX_RETURN_IF_ERROR(out.Write(buf.data(), buf.size()));
-      }
-      return mx::Status::Ok();
-    }));
+// The op table of `steps` forwards of `rows` rows each (prof summed over them): decode rows are
+// judged by the bytes each op's weights take from memory, prefill rows by their FLOPs.
+void PrintOps(const mx::OpProfile& prof, int64_t steps, int64_t rows, bool decode,
+              const mx::OpWeightCost& cost, double bw_gbps, double gemm_gflops) {
+  const double total = prof.Total();
+  std::printf("\n| op | ms per step | share | %s | %s |\n", decode ? "MB read" : "GFLOP",
+              decode ? "% of bandwidth floor" : "% of GEMM rate");
+  std::printf("|---|---:|---:|---:|---:|\n");
+  for (int i = 0; i < static_cast<int>(mx::Op::kCount); ++i) {
+    const double sec = prof.seconds[i] / static_cast<double>(steps);
+    if (prof.calls[i] == 0 && sec < 1e-5) continue;
+    const double work = decode ? cost.bytes[i] / 1e6 : 2.0 * rows * cost.macs_per_row[i] / 1e9;
+    const double ceil = decode ? cost.bytes[i] / (bw_gbps * 1e9)
+                               : 2.0 * rows * cost.macs_per_row[i] / (gemm_gflops * 1e9);
+    std::printf("| %s | %.2f | %.1f%% | %s | %s |\n", std::string(mx::kOpNames[i]).c_str(),
+                sec * 1e3, 100.0 * prof.seconds[i] / total,
+                work > 0 ? fmt::format("{:.1f}", work).c_str() : "",
+                work > 0 ? fmt::format("{:.0f}%", 100.0 * ceil / sec).c_str() : "");
   }
-  return w.Write(dir);
+  std::printf("\n");
 }
 
 struct Result {
@@ -141,6 +103,7 @@ int main(int argc, char** argv) {
       {"tuned", "1"},
       {"spin_us", std::to_string(mx::ThreadPool::kDefaultSpinUs)},
       {"activations", "bf16"},
+      {"ops", "0"},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
@@ -156,7 +119,14 @@ int main(int argc, char** argv) {
       !fs::exists(bf16_dir + "/model.safetensors.index.json")) {
     std::printf("writing the random bench-scale checkpoint to %s ...\n", bf16_dir.c_str());
     std::fflush(stdout);
-    if (auto s = WriteRandomCheckpoint(a["config"], bf16_dir); !s.ok()) Die(s.ToString());
+    fs::create_directories(bf16_dir);
+    if (auto s = mx::bench::WriteCutConfig(a["config"], {}, bf16_dir + "/config.json"); !s.ok()) {
+      Die(s.ToString());
+    }
+    mx::ThreadPool gen_pool;
+    if (auto s = mx::bench::WriteRandomBf16(bf16_dir, 5'000'000'000, 0, gen_pool); !s.ok()) {
+      Die(s.ToString());
+    }
   }
   const bool with_mx = a["mxfp4"] == "1";
   if (with_mx && !fs::exists(mx_dir + "/config.json")) {
@@ -167,8 +137,10 @@ int main(int argc, char** argv) {
       Die(s.status().ToString());
     }
   }
-  EnsureTokenizer(bf16_dir);
-  if (with_mx) EnsureTokenizer(mx_dir);
+  for (const std::string& d : {bf16_dir, mx_dir}) {
+    if (d == mx_dir && !with_mx) continue;
+    if (auto s = mx::bench::EnsureSyntheticTokenizer(d); !s.ok()) Die(s.ToString());
+  }
   mx::ThreadPool pool(std::stoi(a["threads"]), std::stoi(a["spin_us"]));
   // flush=1: before each timed decode step, read StreamBytes() (4× the last-level cache) so that
   // the step reads its weights from memory, as a model many times the cache would. note: a
@@ -254,8 +226,12 @@ int main(int argc, char** argv) {
     std::mt19937_64 rng(1);
     // Decode at each batch size: every sequence has `ctx` tokens of context, then `steps`
     // single-token steps; the best step of all repeats.
+    const bool ops = a["ops"] == "1";
     for (int b : batches) {
       Result best;
+      mx::OpProfile prof;
+      int64_t prof_steps = 0;
+      std::map<int64_t, mx::RouterChoice> last_router;
       for (int rep = 0; rep < repeats; ++rep) {
         mx::ContiguousKvStore kv(c, ctx + steps + 1);
         mx::ForwardBatch pre;
@@ -273,11 +249,14 @@ int main(int argc, char** argv) {
           mx::ForwardOptions o;
           o.want_router = true;
           o.moe = moe.For(fb);
+          if (ops) o.profile = &prof;
           flush();
           const double t0 = Now();
           auto out = model->Forward(fb, o, kv, kt, pool);
           const double t = Now() - t0;
           if (!out.ok()) Die(out.status().ToString());
+          ++prof_steps;
+          last_router = out->router;
           if (t < best.seconds) best = {t, mx::StepWeightBytes(model->weights(), out->router)};
         }
       }
@@ -285,6 +264,11 @@ int main(int argc, char** argv) {
       std::printf("| %s | decode, batch %d | %.1f | %.2f | %.3f | %.0f%% | | |\n", label.c_str(), b,
                   b / best.seconds, best.seconds * 1e3, best.bytes / 1e9,
                   100.0 * floor / best.seconds);
+      if (ops) {
+        PrintOps(prof, prof_steps, b, true,
+                 mx::OpWeightCosts(model->weights(), last_router, c.num_experts_per_tok), bw,
+                 gemm_gflops);
+      }
       std::fflush(stdout);
     }
     // Prefill of n_prefill tokens in one sequence, one pass (offline_bench's prefill with a
@@ -292,12 +276,14 @@ int main(int argc, char** argv) {
     // none.
     if (n_prefill == 0) continue;
     double best = 1e30;
+    mx::OpProfile prof;
     for (int rep = 0; rep < repeats; ++rep) {
       mx::ContiguousKvStore kv(c, n_prefill);
       const int64_t seq = kv.AddSequence();
       const std::vector<int32_t> ids = mx::RandomTokenIds(n_prefill, c.vocab_size, rng);
       mx::ForwardOptions po;
       po.moe = moe.For(n_prefill);  // one chunk of the whole prompt
+      if (ops) po.profile = &prof;
       auto step = [&](const mx::ForwardBatch& b) {
         return model->Forward(b, po, kv, kt, pool).status();
       };
@@ -312,6 +298,10 @@ int main(int argc, char** argv) {
     std::printf("| %s | prefill, %lld tokens | %.1f | %.1f | | | %.1f | %.0f%% |\n", label.c_str(),
                 static_cast<long long>(n_prefill), n_prefill / best, best * 1e3, flops / best / 1e9,
                 100.0 * flops / best / 1e9 / gemm_gflops);
+    if (ops) {
+      PrintOps(prof, repeats, n_prefill, false,
+               mx::OpWeightCosts(model->weights(), {}, c.num_experts_per_tok), bw, gemm_gflops);
+    }
     std::fflush(stdout);
   }
   uint64_t flushed = 0;  // keeps the flush reads observable

@@ -23,15 +23,23 @@ struct Tile {
                                            : 3;
 
   template <int MR, int NR>
-  static void Run(const PackedBf16FloatX& xs, int64_t i, const uint16_t* wg, int64_t kp, float* y,
-                  int64_t ldy, int lo, int hi) {
+  static void Run(const PackedBf16FloatX& xs, int64_t i, const uint16_t* wg, int64_t kp, int64_t p0,
+                  int64_t p1, float* y, int64_t ldy, int lo, int hi) {
     const int64_t stride = kp * 2 * kBf16RowGroup;
     const __m256i high = _mm256_set1_epi32(static_cast<int32_t>(0xffff0000u));
     __m256 acc[MR][NR][2];
     for (int r = 0; r < MR; ++r) {
-      for (int c = 0; c < NR; ++c) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
+      for (int c = 0; c < NR; ++c) {
+        // zero at the first K block, else what the previous block stored
+        alignas(32) float all[kBf16RowGroup] = {};
+        if (p0 > 0)
+          std::copy(y + r * ldy + c * kBf16RowGroup, y + r * ldy + c * kBf16RowGroup + (hi - lo),
+                    all + lo);
+        acc[r][c][0] = _mm256_load_ps(all);
+        acc[r][c][1] = _mm256_load_ps(all + 8);
+      }
     }
-    for (int64_t p = 0; p < kp; ++p) {
+    for (int64_t p = p0; p < p1; ++p) {
       __m256 we[NR][2], wo[NR][2];
       for (int c = 0; c < NR; ++c) {
         const uint16_t* wc = wg + c * stride + p * 2 * kBf16RowGroup;

@@ -38,6 +38,22 @@ inline void Store(float* y, __m512 v, int lo, int hi) {
   }
 }
 
+// The accumulators' start: zero at the first K block, else what the previous block stored.
+inline __m512 Start(const float* y, int64_t p0, int lo, int hi) {
+  if (p0 == 0) return _mm512_setzero_ps();
+  if (lo == 0 && hi == kBf16RowGroup) return _mm512_loadu_ps(y);
+  return _mm512_maskz_expandloadu_ps(static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1)),
+                                     y);
+}
+
+template <int MR, int NR>
+inline void StartAll(__m512 (&acc)[MR][NR], const float* y, int64_t ldy, int64_t p0, int lo,
+                     int hi) {
+  for (int r = 0; r < MR; ++r) {
+    for (int c = 0; c < NR; ++c) acc[r][c] = Start(y + r * ldy + c * kBf16RowGroup, p0, lo, hi);
+  }
+}
+
 template <int MR, int NR>
 inline void StoreAll(const __m512 (&acc)[MR][NR], float* y, int64_t ldy, int lo, int hi) {
   for (int r = 0; r < MR; ++r) {
@@ -55,14 +71,12 @@ struct DotTile {
                                            : 8;
 
   template <int MR, int NR>
-  static void Run(const PairsX<P>& xs, int64_t i, const uint16_t* wg, int64_t kp, float* y,
-                  int64_t ldy, int lo, int hi) {
+  static void Run(const PairsX<P>& xs, int64_t i, const uint16_t* wg, int64_t kp, int64_t p0,
+                  int64_t p1, float* y, int64_t ldy, int lo, int hi) {
     const int64_t stride = kp * 2 * kBf16RowGroup;
     __m512 acc[MR][NR];
-    for (int r = 0; r < MR; ++r) {
-      for (int c = 0; c < NR; ++c) acc[r][c] = _mm512_setzero_ps();
-    }
-    for (int64_t p = 0; p < kp; ++p) {
+    StartAll<MR, NR>(acc, y, ldy, p0, lo, hi);
+    for (int64_t p = p0; p < p1; ++p) {
       __m512bh w[NR];
       for (int c = 0; c < NR; ++c) {
         const uint16_t* wc = wg + c * stride + p * 2 * kBf16RowGroup;
@@ -85,15 +99,13 @@ struct FmaTile {
                                            : 6;
 
   template <int MR, int NR>
-  static void Run(const PackedBf16FloatX& xs, int64_t i, const uint16_t* wg, int64_t kp, float* y,
-                  int64_t ldy, int lo, int hi) {
+  static void Run(const PackedBf16FloatX& xs, int64_t i, const uint16_t* wg, int64_t kp, int64_t p0,
+                  int64_t p1, float* y, int64_t ldy, int lo, int hi) {
     const int64_t stride = kp * 2 * kBf16RowGroup;
     const __m512i high = _mm512_set1_epi32(static_cast<int32_t>(0xffff0000u));
     __m512 acc[MR][NR];
-    for (int r = 0; r < MR; ++r) {
-      for (int c = 0; c < NR; ++c) acc[r][c] = _mm512_setzero_ps();
-    }
-    for (int64_t p = 0; p < kp; ++p) {
+    StartAll<MR, NR>(acc, y, ldy, p0, lo, hi);
+    for (int64_t p = p0; p < p1; ++p) {
       __m512 we[NR], wo[NR];
       for (int c = 0; c < NR; ++c) {
         const uint16_t* wc = wg + c * stride + p * 2 * kBf16RowGroup;

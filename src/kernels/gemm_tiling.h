@@ -18,6 +18,10 @@ struct GemmTiling {
   // W rows (output columns) per cache block: every row tile passes over one block before the
   // next starts, so the block stays in L1/L2 while it is reused. 0 = W as one block.
   int nb = 0;
+  // Pairs of K (2 input features) per K block of the packed bf16 kernels: every output's fp32
+  // accumulator is stored and taken up again between blocks (the same bits as one pass). 0 = the
+  // kernel's choice (bf16_packed_tiled.h: none up to 512 pairs, else 256).
+  int kc = 0;
 
   bool operator==(const GemmTiling&) const = default;
 };

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/moe_config.h"
+#include "model/op_profile.h"
 
 namespace mx {
 
@@ -52,6 +53,8 @@ struct ForwardOptions {
   // This rank's group when the model is a shard (model/shard.h; not owned). REQUIRES: set, with
   // the shard's size, for a sharded model; every rank runs the same batch.
   Communicator* comm = nullptr;
+  // Per-op wall time of this forward is added here when set (model/op_profile.h; not owned).
+  OpProfile* profile = nullptr;
 };
 
 // Routed experts of each row (ascending) and their gate weights (after norm_topk_prob and

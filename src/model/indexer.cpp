@@ -48,6 +48,7 @@ void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer
   const ModelConfig& c = ctx.c;
   const int64_t T = ctx.rows(), Hi = c.index_n_heads, Di = c.index_head_dim,
                 Dr = c.qk_rope_head_dim, K = c.index_topk;
+  OpTimer t(ctx.opts.profile, Op::kIndexer);
   IndexerScratch& s = IndexerBuffers();
   float* qi = Grow(s.qi, T * Hi * Di);  // [T, Hi, Di], per head [rope | nope]
   Linear(ctx.kt, ctx.pool, cq, T, w.wq_b, qi);

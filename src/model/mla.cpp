@@ -177,6 +177,7 @@ void ReserveWorkers(MlaScratch& s, int workers, int64_t m, int64_t n) {
 void PerHeadGemm(const LayerContext& ctx, const KernelTable& kt, const float* x, int64_t ldx,
                  int64_t x_head, int64_t m, const LinearWeight& w, int64_t w_first, int64_t w_head,
                  int64_t n, float* y, int64_t ldy, int64_t y_head, std::vector<float>& tmp) {
+  OpTimer t(ctx.opts.profile, Op::kKvB);
   const int64_t H = (w.n - w_first - n) / w_head + 1, k = w.k;
   if (w.dtype != DType::kBF16 && w.dtype != DType::kF32) {
     // Staged through tmp where x or y is not the contiguous [m, k] / [m, n] Linear takes.
@@ -384,11 +385,15 @@ void MlaProject(const LayerContext& ctx, const AttentionWeights& w, int64_t laye
   const int64_t T = ctx.rows(), H = w.heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim,
                 Rq = c.q_lora_rank, Rkv = c.kv_lora_rank, Dq = Dn + Dr;
   const float eps = static_cast<float>(c.rms_norm_eps);
+  OpTimer ta(ctx.opts.profile, Op::kQkvA);
   Linear(ctx.kt, ctx.pool, a, T, w.q_a_proj, cq);  // [T, Rq]
   for (int64_t r = 0; r < T; ++r) {
     ctx.kt.rms_norm(cq + r * Rq, w.q_a_layernorm.data(), eps, Rq, cq + r * Rq);
   }
-  Linear(ctx.kt, ctx.pool, cq, T, w.q_b_proj, q);  // [T, H, Dn+Dr]
+  {
+    OpTimer tb(ctx.opts.profile, Op::kQb);
+    Linear(ctx.kt, ctx.pool, cq, T, w.q_b_proj, q);  // [T, H, Dn+Dr]
+  }
   for (int64_t r = 0; r < T; ++r) {
     for (int64_t h = 0; h < H; ++h) {  // note: the rope slice is the LAST Dr of each head
       ctx.kt.rope(q + (r * H + h) * Dq + Dn, Dr, ctx.cos(r), ctx.sin(r), c.rope_interleave);
@@ -410,6 +415,7 @@ void MlaAttend(const LayerContext& ctx, const AttentionWeights& w, int64_t layer
                const int32_t* topk, float* out) {
   const ModelConfig& c = ctx.c;
   const int64_t T = ctx.rows(), H = w.heads, Dv = c.v_head_dim;
+  OpTimer tat(ctx.opts.profile, Op::kAttention);
   float* o = Grow(MlaBuffers().o, T * H * Dv);  // [T, H·Dv]
   std::fill(o, o + T * H * Dv, std::numeric_limits<float>::quiet_NaN());
   for (const RowGroup& g : ctx.groups) {
@@ -441,6 +447,7 @@ void MlaAttend(const LayerContext& ctx, const AttentionWeights& w, int64_t layer
       AttendExpanded(ctx, w, layer, g, g.begin, cut, q, topk, o + g.begin * H * Dv);
     if (cut < g.end) AttendAbsorbed(ctx, w, layer, g, cut, g.end, q, topk, o + cut * H * Dv);
   }
+  OpTimer to(ctx.opts.profile, Op::kOProj);
   Linear(ctx.kt, ctx.pool, o, T, w.o_proj, out);  // [T, D]
 }
 

@@ -106,6 +106,7 @@ Status DecoderLayer(const LayerContext& ctx, const ModelShard& shard, const Laye
   if (lw.is_moe) {
     MoeBlock(ctx, lw.moe, m, out, trace);
   } else {
+    OpTimer t(ctx.opts.profile, Op::kDenseMlp);
     SwiGluMlp(ctx.kt, ctx.pool, lw.mlp, m, T, out);
   }
   MX_RETURN_IF_ERROR(AllReduce(ctx, shard, out, T * D));
@@ -153,8 +154,10 @@ Result<ForwardOutput> Model::Forward(const ForwardBatch& batch, const ForwardOpt
   const int64_t T = ctx.rows();
   FillRopeTables(ctx);
 
+  if (opts.profile != nullptr) opts.profile->Begin();
   std::vector<float> h(T * D);  // [T, D] residual stream
   {
+    OpTimer t(opts.profile, Op::kEmbed);
     int64_t r = 0;
     for (const SequenceInput& s : batch.seqs) {
       for (int32_t t : s.tokens) weights_.Embed(t, h.data() + (r++) * D);
@@ -190,10 +193,13 @@ Result<ForwardOutput> Model::Forward(const ForwardBatch& batch, const ForwardOpt
     for (int64_t i = 0; i < n; ++i) {
       std::copy_n(out.final_hidden.data() + out.logit_rows[i] * D, D, y.data() + i * D);
     }
+    OpTimer t(opts.profile, Op::kLmHead);
     MX_RETURN_IF_ERROR(LmHead(ctx, y.data(), n, out.logits));
     MX_RETURN_IF_ERROR(CheckFinite(out.logits.data(), n * V, V, "the logits"));
   }
+  if (opts.profile != nullptr) opts.profile->End();
   if (!any_mtp) return out;
+  OpTimer tm(opts.profile, Op::kMtp);
 
   // §3.11 MTP: rows of the sequences that asked for it, at the same positions.
   LayerContext mctx{c, kt, pool, kv, opts, {}, {}, {}, {}};

@@ -90,6 +90,7 @@ void MoeBlock(const LayerContext& ctx, const MoeWeights& w, const float* m, floa
               RouterChoice* trace) {
   const ModelConfig& c = ctx.c;
   const int64_t T = ctx.rows(), E = c.n_routed_experts, k = c.num_experts_per_tok;
+  OpTimer tr(ctx.opts.profile, Op::kRouter);
   std::vector<float> logits(T * E);  // [T, E] fp32 router logits
   Linear(ctx.kt, ctx.pool, m, T, w.gate, logits.data());
   std::vector<Route> routes(T);
@@ -106,7 +107,10 @@ void MoeBlock(const LayerContext& ctx, const MoeWeights& w, const float* m, floa
   for (int64_t e = 0; e < E; ++e) {
     if (w.experts[e].gate_proj.empty()) by_expert[e] = {};
   }
-  MoeExperts(ctx.kt, ctx.pool, w, m, T, by_expert, ctx.opts.moe, out);
+  {
+    OpTimer te(ctx.opts.profile, Op::kExperts);
+    MoeExperts(ctx.kt, ctx.pool, w, m, T, by_expert, ctx.opts.moe, out);
+  }
   if (trace != nullptr) {
     trace->experts.resize(T * k);
     trace->weights.resize(T * k);

@@ -14,36 +14,65 @@ int64_t WeightBytes(const LinearWeight& w) {
 }
 
 double StepWeightBytes(const ModelWeights& w, const std::map<int64_t, RouterChoice>& router) {
-  auto mlp = [](const MlpWeights& e) {
-    return WeightBytes(e.gate_proj) + WeightBytes(e.up_proj) + WeightBytes(e.down_proj);
+  double b = 0;
+  for (double x : OpWeightCosts(w, router, 0).bytes) b += x;
+  return b;
+}
+
+OpWeightCost OpWeightCosts(const ModelWeights& w, const std::map<int64_t, RouterChoice>& router,
+                           int64_t experts_per_tok) {
+  OpWeightCost c;
+  auto add = [&](Op op, const LinearWeight& x, double rows_per_token = 1.0) {
+    c.bytes[static_cast<int>(op)] += static_cast<double>(WeightBytes(x));
+    if (!x.empty()) {
+      c.macs_per_row[static_cast<int>(op)] += rows_per_token * static_cast<double>(x.n * x.k);
+    }
   };
-  int64_t b = WeightBytes(w.lm_head);
+  auto mlp = [&](Op op, const MlpWeights& e, double per_row) {
+    add(op, e.gate_proj, per_row);
+    add(op, e.up_proj, per_row);
+    add(op, e.down_proj, per_row);
+  };
+  add(Op::kLmHead, w.lm_head);
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const LayerWeights& lw = w.layers[l];
-    for (const LinearWeight* x : {&lw.attn.q_a_proj, &lw.attn.q_b_proj, &lw.attn.kv_a_proj_with_mqa,
-                                  &lw.attn.kv_b_proj, &lw.attn.o_proj}) {
-      b += WeightBytes(*x);
-    }
+    add(Op::kQkvA, lw.attn.q_a_proj);
+    add(Op::kQkvA, lw.attn.kv_a_proj_with_mqa);
+    add(Op::kQb, lw.attn.q_b_proj);
+    add(Op::kKvB, lw.attn.kv_b_proj);
+    add(Op::kOProj, lw.attn.o_proj);
     if (lw.has_indexer) {
       for (const LinearWeight* x : {&lw.indexer.wq_b, &lw.indexer.wk, &lw.indexer.weights_proj}) {
-        b += WeightBytes(*x);
+        add(Op::kIndexer, *x);
       }
     }
     if (!lw.is_moe) {
-      b += mlp(lw.mlp);
+      mlp(Op::kDenseMlp, lw.mlp, 1.0);
       continue;
     }
-    b += WeightBytes(lw.moe.gate);
-    if (lw.moe.has_shared) b += mlp(lw.moe.shared_experts);
+    add(Op::kRouter, lw.moe.gate);
+    if (lw.moe.has_shared) mlp(Op::kExperts, lw.moe.shared_experts, 1.0);
+    // Routed experts: per row, experts_per_tok of them (all of the same shape).
+    for (const MlpWeights& e : lw.moe.experts) {
+      if (e.gate_proj.empty()) continue;
+      c.macs_per_row[static_cast<int>(Op::kExperts)] +=
+          static_cast<double>(experts_per_tok) *
+          static_cast<double>(e.gate_proj.n * e.gate_proj.k + e.up_proj.n * e.up_proj.k +
+                              e.down_proj.n * e.down_proj.k);
+      break;
+    }
     const auto it = router.find(static_cast<int64_t>(l));
     if (it == router.end()) continue;
     for (int32_t e : std::set<int32_t>(it->second.experts.begin(), it->second.experts.end())) {
       MX_CHECK_GE(e, 0);
       MX_CHECK_LT(static_cast<size_t>(e), lw.moe.experts.size());
-      b += mlp(lw.moe.experts[e]);
+      const MlpWeights& x = lw.moe.experts[e];
+      for (const LinearWeight* p : {&x.gate_proj, &x.up_proj, &x.down_proj}) {
+        c.bytes[static_cast<int>(Op::kExperts)] += static_cast<double>(WeightBytes(*p));
+      }
     }
   }
-  return static_cast<double>(b);
+  return c;
 }
 
 }  // namespace mx

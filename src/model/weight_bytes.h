@@ -2,10 +2,12 @@
 // bandwidth floor (`generate` and bench/model_bench report achieved GB/s and % of floor from it).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 
 #include "model/forward_batch.h"
+#include "model/op_profile.h"
 #include "model/weights.h"
 
 namespace mx {
@@ -24,5 +26,16 @@ int64_t WeightBytes(const LinearWeight& w);
 // its fp32 derivative kv_b_uk_t instead, which this undercounts (the quantizer's recipes keep
 // attention in bf16 unless --include asks otherwise).
 double StepWeightBytes(const ModelWeights& w, const std::map<int64_t, RouterChoice>& router);
+
+// The same bytes by the op that reads them (model/op_profile.h), and the multiply-adds per row
+// of each op's linear weights (a routed expert counted num_experts_per_tok times per row): the
+// per-op floors of a decode step (bytes) and of a prefill (2 · rows · macs FLOPs; attention's
+// own products are not weights and are not counted). Their byte sum is StepWeightBytes.
+struct OpWeightCost {
+  std::array<double, static_cast<int>(Op::kCount)> bytes{};
+  std::array<double, static_cast<int>(Op::kCount)> macs_per_row{};
+};
+OpWeightCost OpWeightCosts(const ModelWeights& w, const std::map<int64_t, RouterChoice>& router,
+                           int64_t experts_per_tok);
 
 }  // namespace mx
