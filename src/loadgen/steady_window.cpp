@@ -36,8 +36,9 @@ double MannWhitneyZ(const std::vector<double>& earlier, const std::vector<double
 // Its noise: given the n requests counted by one side only, each is equally likely to be of
 // either kind, so the growth is 2 Binomial(n, 1/2) - n, standard deviation sqrt(n) (a sign
 // test). The Poisson noise of the arrivals does not enter, since both counts are drawn from
-// the same arrivals: a dozen requests at a light load give n of 0 to 2 and never fail. An
-// overloaded server adds (lambda - mu) L requests that arrived and did not complete in time.
+// the same arrivals: a dozen requests at a light load give n of 0 to 2, and a growth can pass
+// 2.5 sqrt(n) only once n >= 7. An overloaded server adds (lambda - mu) L requests that
+// arrived and did not complete in time.
 // z is 2.5 rather than 2 because neighbours' E2E times are correlated (they share a queue),
 // so the one-sided requests come in clusters and sqrt(n) understates the spread near
 // capacity. The shifted span stops at the run's last arrival: after it a backlog can drain
