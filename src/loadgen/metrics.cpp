@@ -50,8 +50,6 @@ int PeakConcurrency(const std::vector<RequestRecord>& records) {
   return peak;
 }
 
-double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
-
 }  // namespace
 
 BenchMetrics ComputeMetrics(const std::vector<RequestRecord>& records, double duration_s) {
@@ -105,55 +103,6 @@ BenchMetrics ComputeMetrics(const std::vector<RequestRecord>& records, double du
                            static_cast<double>(m.total_prompt_tokens);
   }
   return m;
-}
-
-SteadyWindow AnalyzeSteadyWindow(const std::vector<RequestRecord>& records, double lo_frac,
-                                 double hi_frac, double trend_floor_ms) {
-  SteadyWindow w;
-  std::vector<const RequestRecord*> by_arrival;
-  for (const RequestRecord& r : records) by_arrival.push_back(&r);
-  std::stable_sort(by_arrival.begin(), by_arrival.end(),
-                   [](auto* a, auto* b) { return a->arrival_s < b->arrival_s; });
-  const size_t n = by_arrival.size();
-  size_t lo = static_cast<size_t>(std::floor(lo_frac * n));
-  size_t hi = static_cast<size_t>(std::ceil(hi_frac * n));
-  hi = std::min(hi, n);
-  if (hi < lo + 2) {  // too few requests for a window: use them all
-    lo = 0;
-    hi = n;
-  }
-  if (hi < 2) return w;
-  std::vector<const RequestRecord*> win(by_arrival.begin() + lo, by_arrival.begin() + hi);
-  w.requests = static_cast<int>(win.size());
-  double a0 = win.front()->arrival_s, a1 = win.back()->arrival_s;
-  int ok = 0;
-  for (auto* r : win) ok += r->success ? 1 : 0;
-  // Completions (of any request of the run) while the window's requests were arriving: a
-  // server that keeps up completes as many as arrive; one that falls behind completes fewer,
-  // however its backlog drains after the arrivals stop.
-  int64_t completed = 0;
-  for (const RequestRecord& r : records) {
-    completed += r.success && r.end_s() > a0 && r.end_s() <= a1 ? 1 : 0;
-  }
-  // Rates over the window's n-1 arrival intervals.
-  const double k = static_cast<double>(win.size() - 1);
-  w.offered_rate = a1 > a0 ? k / (a1 - a0) : 0;
-  w.achieved_rate = a1 > a0 ? static_cast<double>(completed) / (a1 - a0) : 0;
-  w.success_rate = static_cast<double>(ok) / static_cast<double>(win.size());
-  const size_t third = win.size() / 3;
-  if (third >= 1) {
-    std::vector<double> first, last;
-    for (size_t i = 0; i < third; ++i) {
-      if (win[i]->success) first.push_back(win[i]->ttft_s * 1e3);
-      const RequestRecord* r = win[win.size() - third + i];
-      if (r->success) last.push_back(r->ttft_s * 1e3);
-    }
-    w.ttft_first_third_ms = Median(first);
-    w.ttft_last_third_ms = Median(last);
-    const double rise = w.ttft_last_third_ms - w.ttft_first_third_ms;
-    w.ttft_rising = rise > 0.5 * w.ttft_first_third_ms && rise > trend_floor_ms;
-  }
-  return w;
 }
 
 }  // namespace mx::loadgen

@@ -6,7 +6,7 @@
 //   TPOT  = (E2E - TTFT) / (output_len - 1), requests with output_len > 1
 //   ITL   = gaps between consecutive content chunks, pooled over requests
 //   throughputs = totals of successful requests / benchmark duration (ramp and drain included)
-// plus the steady-window analysis a sweep uses to decide whether a rate is sustained.
+// (steady_window.h judges from the same records whether a rate was sustained).
 #pragma once
 
 #include <cstdint>
@@ -67,23 +67,5 @@ struct BenchMetrics {
 
 // REQUIRES: duration_s > 0 unless records is empty.
 BenchMetrics ComputeMetrics(const std::vector<RequestRecord>& records, double duration_s);
-
-// The middle of a run, used to judge whether an offered rate was sustained: the requests whose
-// arrival index lies in [lo_frac, hi_frac) of the run. Ratios of one request set, so Poisson
-// noise in the arrivals cancels out.
-struct SteadyWindow {
-  int requests = 0;
-  double offered_rate = 0;  // requests / span of their arrival times
-  // Successful completions of any request while the window's requests arrived, per second
-  // of that span: below offered_rate when the server falls behind, even when its backlog
-  // drains all at once after the arrivals stop.
-  double achieved_rate = 0;
-  double success_rate = 0;
-  double ttft_first_third_ms = 0;  // median TTFT of the window's first third (by arrival)
-  double ttft_last_third_ms = 0;   // ... and of its last third
-  bool ttft_rising = false;        // last third exceeds first by > 50% and > trend_floor_ms
-};
-SteadyWindow AnalyzeSteadyWindow(const std::vector<RequestRecord>& records, double lo_frac = 0.1,
-                                 double hi_frac = 0.9, double trend_floor_ms = 50);
 
 }  // namespace mx::loadgen

@@ -1,6 +1,6 @@
 // Metric definitions on injected timestamps, checked to exact values (numpy's linear
-// percentiles and population std, sglang/vLLM's TPOT, pooled ITL, peaks, hit rate), plus the
-// steady-window analysis behind a sweep's knee.
+// percentiles and population std, sglang/vLLM's TPOT, pooled ITL, peaks, hit rate) and the
+// arrival schedule.
 #include "loadgen/metrics.h"
 
 #include <gtest/gtest.h>
@@ -112,49 +112,6 @@ TEST(Metrics, OutputLengthMismatchCounted) {
   std::vector<RequestRecord> rs = {Ok(0, 0.1, {0.1}, 0.2, 10, 2, -1)};
   rs[0].expected_output_len = 5;
   EXPECT_EQ(ComputeMetrics(rs, 1.0).output_len_mismatches, 1);
-}
-
-// n requests at `rate` whose latency grows by `growth` s per request (a backlog) or stays put.
-std::vector<RequestRecord> Synthetic(int n, double rate, double ttft0, double growth) {
-  std::vector<RequestRecord> rs;
-  for (int i = 0; i < n; ++i) {
-    double a = i / rate;
-    double ttft = ttft0 + growth * i;
-    rs.push_back(Ok(a, ttft, {0.01}, ttft + 0.01, 10, 2, -1));
-  }
-  return rs;
-}
-
-TEST(SteadyWindow, SustainedRateKeepsUp) {
-  SteadyWindow w = AnalyzeSteadyWindow(Synthetic(100, 4.0, 0.2, 0.0));
-  EXPECT_EQ(w.requests, 80);
-  EXPECT_NEAR(w.offered_rate, 4.0, 1e-9);
-  EXPECT_NEAR(w.achieved_rate, 4.0, 1e-9);
-  EXPECT_DOUBLE_EQ(w.success_rate, 1.0);
-  EXPECT_FALSE(w.ttft_rising);
-}
-
-TEST(SteadyWindow, BacklogShowsAsLowAchievedRateAndRisingTtft) {
-  // Each request waits 0.05 s longer than the one before: completions every 0.3 s against
-  // arrivals every 0.25 s -> achieved = 1 / 0.3 req/s (66 completions in the 19.75 s window).
-  SteadyWindow w = AnalyzeSteadyWindow(Synthetic(100, 4.0, 0.2, 0.05));
-  EXPECT_NEAR(w.offered_rate, 4.0, 1e-9);
-  EXPECT_NEAR(w.achieved_rate, 66 / 19.75, 1e-9);
-  EXPECT_NEAR(w.achieved_rate, 1 / 0.3, 0.02);
-  EXPECT_TRUE(w.ttft_rising);
-}
-
-TEST(SteadyWindow, ABacklogDrainedAtTheEndIsNotSustained) {
-  // Overloaded and batching: nothing completes while requests arrive, then all at once. The
-  // span of the end times is tiny, which must not read as a high achieved rate.
-  std::vector<RequestRecord> rs;
-  for (int i = 0; i < 100; ++i) {
-    const double a = i / 4.0, end = 30.0 + 0.001 * i;
-    rs.push_back(Ok(a, end - a - 0.01, {0.01}, end - a, 10, 2, -1));
-  }
-  SteadyWindow w = AnalyzeSteadyWindow(rs);
-  EXPECT_NEAR(w.offered_rate, 4.0, 1e-9);
-  EXPECT_EQ(w.achieved_rate, 0.0);
 }
 
 TEST(Arrivals, RescaledToExactRateAndMonotone) {

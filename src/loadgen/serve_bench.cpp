@@ -43,7 +43,6 @@ Result<ServeResult> RunServeBenchmark(const ServeConfig& c) {
       ArrivalTimes(static_cast<int>(ps.size()), c.request_rate, c.burstiness, c.prompts.seed);
   r.run = RunRequests(c.client, ps, arrivals);
   r.metrics = ComputeMetrics(r.run.records, r.run.duration_s);
-  r.steady = AnalyzeSteadyWindow(r.run.records);
   return r;
 }
 

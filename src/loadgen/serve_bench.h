@@ -26,7 +26,6 @@ struct ServeResult {
   PromptSet prompts;
   RunOutput run;
   BenchMetrics metrics;
-  SteadyWindow steady;
   int warmup_failures = 0;
 };
 

@@ -12,9 +12,18 @@ namespace mx::loadgen {
 void JudgePoint(const SloSpec& slo, SweepPoint& p) {
   std::vector<std::string> why;
   const SteadyWindow& w = p.steady;
-  if (w.offered_rate > 0 && w.achieved_rate < slo.min_achieved_ratio * w.offered_rate) {
-    why.push_back(fmt::format("achieved {:.3f} < {:.0f}% of offered {:.3f} req/s", w.achieved_rate,
-                              100 * slo.min_achieved_ratio, w.offered_rate));
+  if (w.requests > 0 && !w.backlog_judged && w.success_rate > 0) {
+    why.push_back(fmt::format(
+        "run too short to judge throughput: median E2E {:.1f} s leaves no completions to count "
+        "before the last arrival (raise --duration-s)",
+        w.shift_s));
+  }
+  if (w.backlog_growing) {
+    why.push_back(fmt::format(
+        "backlog grew by {} of {} requests: {} arrived in {:.1f} s, {} completed in the same "
+        "span {:.1f} s (median E2E) later; tolerance {:.1f}",
+        w.backlog_growth, w.arrived, w.arrived, w.span_s, w.completed, w.shift_s,
+        w.backlog_tolerance));
   }
   if (p.metrics.completed < p.metrics.num_prompts || p.metrics.num_prompts == 0) {
     why.push_back(fmt::format("success {:.1f}%", 100 * p.metrics.success_rate));
@@ -25,8 +34,13 @@ void JudgePoint(const SloSpec& slo, SweepPoint& p) {
                               slo.slo_percentile >= 95 ? 95 : 50, ttft, slo.ttft_slo_ms));
   }
   if (w.ttft_rising) {
-    why.push_back(fmt::format("TTFT rising {:.0f} -> {:.0f} ms across the window",
-                              w.ttft_first_third_ms, w.ttft_last_third_ms));
+    why.push_back(fmt::format(
+        "TTFT rising {:.0f} -> {:.0f} ms across the window ({:.0f}% of the {:.1f} s between "
+        "its thirds, Mann-Whitney z {:.1f})",
+        w.ttft_first_third_ms, w.ttft_last_third_ms,
+        100 * (w.ttft_last_third_ms - w.ttft_first_third_ms) / 1e3 /
+            std::max(w.ttft_thirds_apart_s, 1e-9),
+        w.ttft_thirds_apart_s, w.ttft_trend_z));
   }
   p.sustained = why.empty();
   p.verdict.clear();
@@ -67,7 +81,7 @@ Result<SweepReport> RunSweep(
     SweepPoint p;
     p.rate = rate;
     p.metrics = r.metrics;
-    p.steady = r.steady;
+    p.steady = AnalyzeSteadyWindow(r.run.records, c.slo.steady);
     JudgePoint(c.slo, p);
     if (on_point) on_point(p, r);
     rep.points.push_back(std::move(p));
@@ -82,7 +96,10 @@ nlohmann::json SweepJson(const SweepReport& r) {
   j["command"] = r.command;
   j["ttft_slo_ms"] = r.slo.ttft_slo_ms;
   j["slo_percentile"] = r.slo.slo_percentile;
-  j["min_achieved_ratio"] = r.slo.min_achieved_ratio;
+  j["backlog_z"] = r.slo.steady.backlog_z;
+  j["backlog_floor"] = r.slo.steady.backlog_floor;
+  j["ttft_growth"] = r.slo.steady.ttft_growth;
+  j["ttft_z"] = r.slo.steady.ttft_z;
   nlohmann::json pts = nlohmann::json::array();
   for (const SweepPoint& p : r.points) {
     const BenchMetrics& m = p.metrics;
@@ -100,6 +117,14 @@ nlohmann::json SweepJson(const SweepReport& r) {
                         {"median_itl_ms", m.itl_ms.median},
                         {"steady_offered_rate", p.steady.offered_rate},
                         {"steady_achieved_rate", p.steady.achieved_rate},
+                        {"steady_shift_s", p.steady.shift_s},
+                        {"steady_span_s", p.steady.span_s},
+                        {"steady_arrived", p.steady.arrived},
+                        {"steady_completed", p.steady.completed},
+                        {"backlog_growth", p.steady.backlog_growth},
+                        {"backlog_tolerance", p.steady.backlog_tolerance},
+                        {"backlog_growing", p.steady.backlog_growing},
+                        {"ttft_trend_z", p.steady.ttft_trend_z},
                         {"ttft_rising", p.steady.ttft_rising},
                         {"sustained", p.sustained},
                         {"verdict", p.verdict}};
@@ -345,13 +370,11 @@ std::string SweepHtml(const SweepReport& r) {
   if (r.knee >= 0) {
     const SweepPoint& k = r.points[static_cast<size_t>(r.knee)];
     h += fmt::format(
-        "<p><b>Knee: {:g} req/s</b> (highest offered rate sustained: achieved &ge; {:.0f}% of "
-        "offered, "
-        "100% success, TTFT p{} &le; {:.0f} ms, no TTFT trend) &mdash; {:.1f} output tok/s, "
+        "<p><b>Knee: {:g} req/s</b> (highest offered rate sustained: no backlog growth, 100% "
+        "success, TTFT p{} &le; {:.0f} ms, no TTFT trend) &mdash; {:.1f} output tok/s, "
         "{:.1f} total tok/s, TTFT p50 {:.1f} ms / p95 {:.1f} ms.</p>\n",
-        k.rate, 100 * r.slo.min_achieved_ratio, r.slo.slo_percentile, r.slo.ttft_slo_ms,
-        k.metrics.output_throughput, k.metrics.total_throughput, k.metrics.ttft_ms.median,
-        k.metrics.ttft_ms.p95);
+        k.rate, r.slo.slo_percentile, r.slo.ttft_slo_ms, k.metrics.output_throughput,
+        k.metrics.total_throughput, k.metrics.ttft_ms.median, k.metrics.ttft_ms.p95);
   } else {
     h += "<p><b>No rate in the sweep was sustained.</b></p>\n";
   }

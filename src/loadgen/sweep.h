@@ -1,10 +1,10 @@
 // `bench sweep`: one open-loop run per offered request rate (a fresh prompt seed per rate so
 // no point is served from an earlier point's cache), each judged sustained or not, and the
 // knee = the highest rate that is sustained (serving-benchmarks.md §2.4):
-//   (a) achieved request rate over the steady window >= 97% of the offered rate there,
+//   (a) the backlog does not grow across the steady window (steady_window.h),
 //   (b) 100% success,
 //   (c) TTFT at the SLO percentile (p50 or p95) <= the TTFT SLO,
-//   (d) no upward TTFT trend across the steady window.
+//   (d) no upward TTFT trend across the steady window (steady_window.h).
 #pragma once
 
 #include <functional>
@@ -15,13 +15,14 @@
 
 #include "loadgen/metrics.h"
 #include "loadgen/serve_bench.h"
+#include "loadgen/steady_window.h"
 
 namespace mx::loadgen {
 
 struct SloSpec {
   double ttft_slo_ms = 5000;
   int slo_percentile = 50;  // 50 or 95
-  double min_achieved_ratio = 0.97;
+  SteadyCriteria steady;
 };
 
 struct SweepPoint {
@@ -29,7 +30,7 @@ struct SweepPoint {
   BenchMetrics metrics;
   SteadyWindow steady;
   bool sustained = false;
-  std::string verdict;  // "sustained", or every criterion that failed
+  std::string verdict;  // "sustained", or every criterion that failed and by how much
 };
 
 // Fills point.sustained and point.verdict.
