@@ -12,6 +12,9 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "server/anthropic_format.h"
+#include "server/anthropic_request.h"
+#include "server/api_output.h"
 #include "server/choice_output.h"
 #include "server/openai_format.h"
 #include "server/reasoning_parser.h"
@@ -56,29 +59,39 @@ struct Job {
   ActiveJob active;
   Clock::time_point start;
   std::optional<ApiError> error;
+  // Messages and Responses (one choice): how their output is shaped.
+  std::unique_ptr<ApiOutput> api;
   bool client_gone = false;
   Clock::time_point last_write;  // of the last bytes sent (heartbeats are due after a poll)
 };
 
+const char* PromptParam(ApiKind kind) {
+  switch (kind) {
+    case ApiKind::kChat:
+    case ApiKind::kMessages:
+      return "messages";
+    case ApiKind::kResponses:
+      return "input";
+    case ApiKind::kGenerate:
+      return "text";
+    case ApiKind::kCompletion:
+      break;
+  }
+  return "prompt";
+}
+
 std::optional<ApiError> Prepare(ServedModel& m, ParsedRequest& r, Prepared* p) {
   const int64_t ctx = m.engine->context_window();
   const int64_t vocab = m.engine->vocab_size();
-  const char* prompt_param = r.kind == ApiKind::kChat       ? "messages"
-                             : r.kind == ApiKind::kGenerate ? "text"
-                                                            : "prompt";
-  if (r.kind == ApiKind::kChat) {
+  const char* prompt_param = PromptParam(r.kind);
+  if (IsChatLike(r.kind)) {
     if (!m.chat_template) {
       return BadRequest(
-          "messages", fmt::format("model '{}' has no chat template; use /v1/completions", m.name));
+          prompt_param,
+          fmt::format("model '{}' has no chat template; use /v1/completions", m.name));
     }
-    ChatRequest cr;
-    cr.messages = r.messages;
-    cr.tools = r.tools;
-    cr.kwargs = r.chat_template_kwargs;
-    cr.bos_token = m.bos_token;
-    cr.eos_token = m.eos_token;
-    auto text = m.chat_template->Render(MakeChatContext(cr));
-    if (!text.ok()) return BadRequest("messages", "chat template: " + text.status().message());
+    auto text = m.RenderChat(r.messages, r.tools, r.chat_template_kwargs);
+    if (!text.ok()) return BadRequest(prompt_param, "chat template: " + text.status().message());
     p->reasoning_open = PromptOpensReasoning(*text);
     p->prompt_ids.push_back(m.tokenizer.Encode(*text));
     p->prompt_texts.push_back(*text);
@@ -145,7 +158,7 @@ std::optional<ApiError> SubmitAll(Job& job, Mutex& jobs_mu) {
   ChoiceOptions co;
   co.skip_special_tokens = r.skip_special_tokens;
   co.stop = r.gen.stop;
-  const bool chat = r.kind == ApiKind::kChat;
+  const bool chat = IsChatLike(r.kind);
   co.split_reasoning = chat && r.separate_reasoning && m.tokenizer.TokenId("</think>").has_value();
   co.reasoning_starts_open = job.prep.reasoning_open;
   co.parse_tool_calls = chat && r.parse_tool_calls;
@@ -176,7 +189,7 @@ std::optional<ApiError> SubmitAll(Job& job, Mutex& jobs_mu) {
       auto s = m.engine->Submit(std::move(g));
       if (!s.ok()) {
         for (RequestId id : job.active.ids) m.engine->Abort(id);
-        return FromStatus(s.status(), r.kind == ApiKind::kChat ? "messages" : "prompt");
+        return FromStatus(s.status(), PromptParam(r.kind));
       }
       Choice c;
       c.index = static_cast<int>(job.choices.size());
@@ -441,6 +454,12 @@ std::optional<ApiError> ParseJob(ApiKind kind, const std::string& raw, Server::I
     case ApiKind::kGenerate:
       err = ParseGenerateRequest(body, impl.options.limits, &job->req);
       break;
+    case ApiKind::kMessages:
+      err = ParseMessagesRequest(body, impl.options.limits, /*count_tokens=*/false, &job->req);
+      break;
+    case ApiKind::kResponses:
+      err = BadRequest("", "not yet");
+      break;
   }
   if (err) return err;
   if (auto e = impl.FindModel(job->req.model, &job->model)) return e;
@@ -448,6 +467,11 @@ std::optional<ApiError> ParseJob(ApiKind kind, const std::string& raw, Server::I
   job->id = kind == ApiKind::kChat ? NewResponseId("chatcmpl-") : NewResponseId("cmpl-");
   if (kind == ApiKind::kGenerate && !job->req.request_id.empty()) job->id = job->req.request_id;
   job->created = UnixNow();
+  if (kind == ApiKind::kMessages) {
+    job->id = NewResponseId("msg_");
+    job->api = std::make_unique<AnthropicOutput>(
+        job->id, job->model->name, static_cast<int64_t>(job->prep.prompt_ids[0].size()));
+  }
   return std::nullopt;
 }
 
@@ -516,19 +540,33 @@ void SendFinal(ApiKind kind, Job& j, HttpExchange& ex) {
   SendJson(ex, GenerateObject(j, c, c.out->total().content, c.out->total()));
 }
 
+GenerationResult ResultOf(const Job& j) {
+  const Choice& c = j.choices[0];
+  GenerationResult r;
+  r.prompt_tokens = static_cast<int64_t>(j.prep.prompt_ids[0].size());
+  r.completion_tokens = c.out->completion_tokens();
+  r.cached_tokens = c.final_info.cached_tokens;
+  r.total = &c.out->total();
+  r.error = j.error;
+  return r;
+}
+
 }  // namespace
 
 void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
+  const ErrorShape shape = ShapeForPath(ex.request().path);
   if (!ready.load()) {
-    return SendError(ex, FromStatus(Status(StatusCode::kUnavailable, "the model is loading")));
+    return SendError(ex, FromStatus(Status(StatusCode::kUnavailable, "the model is loading")),
+                     shape);
   }
   if (draining.load()) {
-    return SendError(ex,
-                     FromStatus(Status(StatusCode::kUnavailable, "the server is shutting down")));
+    return SendError(
+        ex, FromStatus(Status(StatusCode::kUnavailable, "the server is shutting down")), shape);
   }
+  metrics.CountRoute(ex.request().path);
   Job job;
   job.start = Clock::now();
-  if (auto e = ParseJob(kind, ex.request().body, *this, &job)) return SendError(ex, *e);
+  if (auto e = ParseJob(kind, ex.request().body, *this, &job)) return SendError(ex, *e, shape);
   // Registered before submitting, so that the id is unique among running requests and an
   // abort_all that comes meanwhile is seen (SubmitAll adds ids under jobs_mu).
   if (!RegisterJob(job.id, &job.active)) {
@@ -537,7 +575,7 @@ void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
                                                        job.id)));
   }
   JobCleanup cleanup{*this, job};
-  if (auto e = SubmitAll(job, jobs_mu)) return SendError(ex, *e);
+  if (auto e = SubmitAll(job, jobs_mu)) return SendError(ex, *e, shape);
 
   WriteFn write = [&](const std::string& s) {
     if (s.empty()) return !ex.ClientGone();
@@ -549,7 +587,10 @@ void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
   if (!job.req.stream) {
     // note: nothing is sent before the result exists, so that a later error keeps its status
     // and a client's own timeout can fire; the socket is watched for a hang-up meanwhile.
-    on_delta = [](Choice&, const ChoiceDelta&) { return true; };
+    on_delta = [&job](Choice&, const ChoiceDelta& d) {
+      if (job.api) job.api->Delta(d);  // the same blocks a stream would send
+      return true;
+    };
     heartbeat = [&] {
       job.last_write = Clock::now();
       return !ex.ClientGone();
@@ -559,7 +600,9 @@ void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
                         {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}})) {
       return;
     }
-    // An SSE comment now and then keeps proxies from timing out a quiet stream.
+    if (job.api && !write(job.api->StreamStart())) return;
+    // An SSE comment (or the API's ping event) now and then keeps proxies from timing out a
+    // quiet stream.
     auto last_ping = Clock::now();
     heartbeat = [&, last_ping]() mutable {
       if (ex.ClientGone()) return false;
@@ -568,11 +611,27 @@ void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
         return true;
       }
       last_ping = Clock::now();
-      return write(": ping\n\n");
+      return write(job.api ? job.api->Heartbeat() : std::string(": ping\n\n"));
     };
-    on_delta = StreamDeltas(kind, job, ex, write);
+    if (job.api) {
+      on_delta = [&job, write](Choice&, const ChoiceDelta& d) { return write(job.api->Delta(d)); };
+    } else {
+      on_delta = StreamDeltas(kind, job, ex, write);
+    }
   }
   if (!Pump(*this, job, on_delta, heartbeat)) return;  // the client is gone; nothing to answer
+  if (job.api) {
+    const GenerationResult r = ResultOf(job);
+    job.api->Finish(r);
+    if (job.req.stream) {
+      if (write(job.api->StreamEnd(r))) ex.End();
+    } else if (job.error) {
+      SendError(ex, *job.error, shape);
+    } else {
+      SendJson(ex, job.api->Final(r));
+    }
+    return;
+  }
   if (!job.req.stream) return SendFinal(kind, job, ex);
   if (write(StreamTail(kind, job))) ex.End();
 }

@@ -21,7 +21,11 @@
 
 namespace mx::server {
 
-enum class ApiKind { kChat, kCompletion, kGenerate };
+// kMessages (Anthropic) and kResponses (OpenAI Responses) are chats in another shape.
+enum class ApiKind { kChat, kCompletion, kGenerate, kMessages, kResponses };
+inline bool IsChatLike(ApiKind k) {
+  return k == ApiKind::kChat || k == ApiKind::kMessages || k == ApiKind::kResponses;
+}
 
 // A prompt before tokenization: text or token ids.
 using PromptInput = std::variant<std::string, std::vector<int32_t>>;

@@ -39,6 +39,18 @@ grammar::GrammarCache& ServedModel::grammars() {
   return *grammars_;
 }
 
+Result<std::string> ServedModel::RenderChat(const nlohmann::ordered_json& messages,
+                                            const nlohmann::ordered_json& tools,
+                                            const nlohmann::ordered_json& kwargs) const {
+  ChatRequest cr;
+  cr.messages = messages;
+  cr.tools = tools;
+  cr.kwargs = kwargs;
+  cr.bos_token = bos_token;
+  cr.eos_token = eos_token;
+  return chat_template->Render(MakeChatContext(cr));
+}
+
 namespace {
 
 // Renders a one-message conversation with no kwargs: does the prompt leave `<think>` open?

@@ -48,6 +48,12 @@ struct ServedModel {
   ServedModel(std::string name, std::string dir, std::unique_ptr<Engine> engine,
               tok::Tokenizer tokenizer);
 
+  // The chat template over a conversation in the chat route's shape, with the generation
+  // prompt. REQUIRES: chat_template. Errors are the template's (the client's fault: a 400).
+  Result<std::string> RenderChat(const nlohmann::ordered_json& messages,
+                                 const nlohmann::ordered_json& tools,
+                                 const nlohmann::ordered_json& kwargs) const;
+
   // Structured-output grammars compiled for this model's vocabulary (built on first use: the
   // vocabulary trie; EOS = the engine's ids, else the tokenizer's eos_token). Thread-safe.
   grammar::GrammarCache& grammars();

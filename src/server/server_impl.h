@@ -66,6 +66,7 @@ struct Server::Impl {
   void HandleServerInfo(HttpExchange& ex);
   void HandleTokenize(HttpExchange& ex);
   void HandleDetokenize(HttpExchange& ex);
+  void HandleCountTokens(HttpExchange& ex);  // /v1/messages/count_tokens
   void HandleFlushCache(HttpExchange& ex);
   void HandleAbort(HttpExchange& ex);
   // Runs a one-token generation on every model; false (with a reason) on failure.
@@ -74,7 +75,9 @@ struct Server::Impl {
   std::string EngineFailure() const;
 };
 
-void SendError(HttpExchange& ex, const ApiError& e);
+void SendError(HttpExchange& ex, const ApiError& e, ErrorShape shape = ErrorShape::kOpenAI);
+// Anthropic's error shape on /v1/messages*, OpenAI's elsewhere.
+ErrorShape ShapeForPath(const std::string& path);
 void SendJson(HttpExchange& ex, const nlohmann::ordered_json& body, int status = 200);
 void SendText(HttpExchange& ex, const std::string& text, int status = 200);
 // A unique response id with the given prefix ("chatcmpl-", "cmpl-").

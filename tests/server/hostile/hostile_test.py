@@ -2,7 +2,7 @@
 """Hostile clients against a real `mxserve serve` of the bundled model (issue 26): one check per
 item of the issue, each with raw sockets (no HTTP library between the bytes and the server).
 
-Usage: hostile_test.py MXSERVE_BIN MODEL_DIR ITEM   (ITEM: 01 .. 15, or a name below)
+Usage: hostile_test.py MXSERVE_BIN MODEL_DIR ITEM   (ITEM: 01 .. 16, or a name below)
 
 Each run starts its own server on a free loopback port and stops it. Only event deadlines are
 asserted (generous: the CI host is slow and runs sanitizers), never a measured time. With
@@ -439,6 +439,54 @@ def item15_seed(srv):
     check(a == b, "the same seed reproduces: %r != %r" % (a, b))
 
 
+def anthropic_error_of(body):
+    j = json.loads(body)
+    check(j.get("type") == "error" and "type" in j.get("error", {}) and "message" in j["error"],
+          "not an Anthropic error body: %r" % body[:300])
+    return j["error"]
+
+
+def item16_messages_malformed(srv):
+    """/v1/messages: wrong block types, missing fields, huge inputs and depth answer 4xx in
+    Anthropic's error shape; the server keeps serving."""
+    msgs = [{"role": "user", "content": "1+1="}]
+    cases = [
+        ("{", 400, "invalid_request_error"),
+        ("[1]", 400, "invalid_request_error"),
+        (json.dumps({"messages": msgs}), 400, "max_tokens"),
+        (json.dumps({"max_tokens": 4}), 400, "messages"),
+        (json.dumps({"max_tokens": 4, "messages": "hi"}), 400, "messages"),
+        (json.dumps({"max_tokens": 4, "messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "data": "AA"}}]}]}), 400, "image"),
+        (json.dumps({"max_tokens": 4, "messages": [{"role": "user", "content": [
+            {"type": "tool_result"}]}]}), 400, "tool_use_id"),
+        (json.dumps({"max_tokens": 4, "messages": [{"role": "user", "content": [
+            {"type": 7}]}]}), 400, "type"),
+        (json.dumps({"max_tokens": 4, "messages": msgs,
+                     "tools": [{"type": "bash_20250124", "name": "bash"}]}), 400, "bash"),
+        (json.dumps({"max_tokens": 4, "messages": msgs, "stop_sequences": ["x"] * 1000}),
+         400, "stop_sequences"),
+        (json.dumps({"max_tokens": 10 ** 12, "messages": msgs}), 400, "max_tokens"),
+        (json.dumps({"max_tokens": 4, "model": "nope", "messages": msgs}), 404, "not_found"),
+        ('{"max_tokens":4,"messages":' + "[" * 60000 + "]" * 60000 + "}", 400, "256"),
+        (json.dumps({"max_tokens": 4, "messages": [{"role": "user", "content": "1" * 200000}]}),
+         413, "request_too_large"),
+    ]
+    for path in ("/v1/messages", "/v1/messages/count_tokens"):
+        for body, status, says in cases:
+            if path.endswith("count_tokens") and says == "max_tokens":
+                continue
+            st, _, b = request(srv.port, "POST", path, body)
+            check(st == status, "%s %r: %d %r" % (path, body[:80], st, b[:200]))
+            e = anthropic_error_of(b)
+            check(says in e["type"] + " " + e["message"],
+                  "%s %r: the error says %r: %r" % (path, body[:80], says, e))
+    st, _, b = request(srv.port, "POST", "/v1/messages/count_tokens",
+                       json.dumps({"messages": msgs}))
+    check(st == 200 and json.loads(b)["input_tokens"] > 0, "count_tokens: %d %r" % (st, b))
+    healthy(srv)
+
+
 ITEMS = {
     "01": (item01_deep_json, [], []),
     "02": (item02_slowloris_and_idle, ["--http-threads", "16"], ["--http-head-timeout", "2"]),
@@ -455,6 +503,7 @@ ITEMS = {
     "13": (item13_content_length, [], []),
     "14": (item14_api_key_sources, None, None),
     "15": (item15_seed, [], []),
+    "16": (item16_messages_malformed, ["--max-request-bytes", "150000"], []),
 }
 
 
