@@ -64,8 +64,10 @@ struct ServedModel {
 };
 
 // Reads DIR/tokenizer.json and DIR/tokenizer_config.json (the chat template is optional) and
-// wraps `engine`. Errors name the file.
+// wraps `engine`. A non-empty `chat_template_file` (serve --chat-template) is a Jinja file that
+// replaces the checkpoint's template. Errors name the file.
 Result<std::unique_ptr<ServedModel>> LoadServedModel(std::string name, const std::string& dir,
-                                                     std::unique_ptr<Engine> engine);
+                                                     std::unique_ptr<Engine> engine,
+                                                     const std::string& chat_template_file = "");
 
 }  // namespace mx::server
