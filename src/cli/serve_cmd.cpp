@@ -404,6 +404,16 @@ VerbRun SetupServe(CLI::App& app) {
                   "bytes of token masks shared across grammars per model")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
       ->capture_default_str();
+  server::ResponseStoreLimits& rs = a->server.responses_store;
+  sub->add_option("--responses-store-max-count", rs.max_count,
+                  "/v1/responses kept for GET and previous_response_id (least recently used "
+                  "evicted; 0: none)")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 30))
+      ->capture_default_str();
+  sub->add_option("--responses-store-max-bytes", rs.max_bytes,
+                  "bytes of JSON the kept responses may hold (least recently used evicted)")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 40))
+      ->capture_default_str();
   EngineOptions& e = a->engine;
   sub->add_option("--dp", a->dp,
                   "data parallel: engine replicas per model (own KV pool each; threads and the "

@@ -1,13 +1,11 @@
 // Anthropic message objects and stream events.
 #include "server/anthropic_format.h"
 
+#include "server/openai_format.h"
+
 namespace mx::server {
 
 using Json = nlohmann::ordered_json;
-
-std::string NamedSseEvent(const std::string& name, const Json& data) {
-  return "event: " + name + "\ndata: " + Dump(data) + "\n\n";
-}
 
 AnthropicOutput::AnthropicOutput(std::string id, std::string model, int64_t prompt_tokens)
     : id_(std::move(id)), model_(std::move(model)), prompt_tokens_(prompt_tokens) {}

@@ -42,7 +42,4 @@ class AnthropicOutput : public ApiOutput {
   nlohmann::ordered_json stop_sequence_;
 };
 
-// "event: NAME\ndata: JSON\n\n"
-std::string NamedSseEvent(const std::string& name, const nlohmann::ordered_json& data);
-
 }  // namespace mx::server

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "server/api_output_test_util.h"
+
 namespace mx::server {
 namespace {
 
@@ -22,27 +24,9 @@ std::vector<std::string> EventNames(const std::string& sse) {
 
 TEST(AnthropicFormat, StreamEventsAndMessageAgree) {
   AnthropicOutput out("msg_1", "arith", 20);
-  std::string sse = out.StreamStart();
-  ChoiceDelta a;
-  a.reasoning = "think";
-  ChoiceDelta b;
-  b.reasoning = " more";
-  b.content = "Hi";
-  ChoiceDelta c;
-  c.tool_calls.push_back({0, "call_abc", "add", R"({"a":1})"});
-  c.finish_reason = "tool_calls";
-  ChoiceDelta total;
-  for (const ChoiceDelta* d : {&a, &b, &c}) {
-    sse += out.Delta(*d);
-    total.Append(*d);
-  }
-  GenerationResult r;
-  r.prompt_tokens = 20;
-  r.cached_tokens = 16;
-  r.completion_tokens = 7;
-  r.total = &total;
-  out.Finish(r);
-  sse += out.StreamEnd(r);
+  FixedGeneration g = RunFixedGeneration(out);
+  const std::string& sse = g.sse;
+  const GenerationResult& r = g.result;
   const std::vector<std::string> want = {"message_start",       "ping",
                                          "content_block_start", "content_block_delta",
                                          "content_block_delta", "content_block_stop",

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "server/chat_body.h"
+
 namespace mx::server {
 namespace {
 
@@ -18,16 +20,6 @@ std::optional<ApiError> BlockType(const Json& block, const std::string& p, std::
     return BadRequest(p + ".type", fmt::format("'{}.type' must be a string", p));
   }
   *type = t->get<std::string>();
-  return std::nullopt;
-}
-
-std::optional<ApiError> StringField(const Json& obj, const char* name, const std::string& p,
-                                    std::string* out) {
-  auto it = obj.find(name);
-  if (it == obj.end() || !it->is_string()) {
-    return BadRequest(p + "." + name, fmt::format("'{}.{}' must be a string", p, name));
-  }
-  *out = it->get<std::string>();
   return std::nullopt;
 }
 
@@ -53,7 +45,7 @@ std::optional<ApiError> TextOf(const Json& v, const std::string& p, std::string*
     if (auto e = BlockType(v[i], bp, &type)) return e;
     if (type != "text") return Unsupported(bp, type, "text blocks only");
     std::string text;
-    if (auto e = StringField(v[i], "text", bp, &text)) return e;
+    if (auto e = RequireString(v[i], "text", bp, &text)) return e;
     *out += text;
   }
   return std::nullopt;
@@ -63,7 +55,7 @@ std::optional<ApiError> TextOf(const Json& v, const std::string& p, std::string*
 std::optional<ApiError> TranslateMessage(const Json& m, const std::string& p, Json* out) {
   if (!m.is_object()) return BadRequest(p, fmt::format("'{}' must be an object", p));
   std::string role;
-  if (auto e = StringField(m, "role", p, &role)) return e;
+  if (auto e = RequireString(m, "role", p, &role)) return e;
   if (role != "user" && role != "assistant") {
     return BadRequest(p + ".role",
                       fmt::format("'{}.role' must be user or assistant, got '{}'", p, role));
@@ -88,18 +80,18 @@ std::optional<ApiError> TranslateMessage(const Json& m, const std::string& p, Js
     if (auto e = BlockType(b, bp, &type)) return e;
     if (type == "text") {
       std::string t;
-      if (auto e = StringField(b, "text", bp, &t)) return e;
+      if (auto e = RequireString(b, "text", bp, &t)) return e;
       text += t;
     } else if (type == "thinking" && role == "assistant") {
       std::string t;
-      if (auto e = StringField(b, "thinking", bp, &t)) return e;
+      if (auto e = RequireString(b, "thinking", bp, &t)) return e;
       thinking += t;
     } else if (type == "redacted_thinking" && role == "assistant") {
       // note: opaque data another server encrypted; nothing of it can be rendered.
     } else if (type == "tool_use" && role == "assistant") {
       std::string id, name;
-      if (auto e = StringField(b, "id", bp, &id)) return e;
-      if (auto e = StringField(b, "name", bp, &name)) return e;
+      if (auto e = RequireString(b, "id", bp, &id)) return e;
+      if (auto e = RequireString(b, "name", bp, &name)) return e;
       auto input = b.find("input");
       if (input == b.end() || !input->is_object()) {
         return BadRequest(bp + ".input", fmt::format("'{}.input' must be an object", bp));
@@ -109,7 +101,7 @@ std::optional<ApiError> TranslateMessage(const Json& m, const std::string& p, Js
                                 {"function", Json{{"name", name}, {"arguments", *input}}}});
     } else if (type == "tool_result" && role == "user") {
       std::string id, result;
-      if (auto e = StringField(b, "tool_use_id", bp, &id)) return e;
+      if (auto e = RequireString(b, "tool_use_id", bp, &id)) return e;
       if (auto rc = b.find("content"); rc != b.end() && !rc->is_null()) {
         if (auto e = TextOf(*rc, bp + ".content", &result)) return e;
       }
@@ -141,31 +133,14 @@ std::optional<ApiError> TranslateMessage(const Json& m, const std::string& p, Js
   return std::nullopt;
 }
 
-std::optional<ApiError> TranslateTools(const Json& tools, Json* out) {
-  if (!tools.is_array()) return BadRequest("tools", "'tools' must be an array");
-  *out = Json::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const Json& t = tools[i];
-    const std::string p = fmt::format("tools[{}]", i);
-    if (!t.is_object()) return BadRequest(p, fmt::format("'{}' must be an object", p));
-    if (auto type = t.find("type"); type != t.end() && !type->is_null() && *type != "custom") {
-      return BadRequest(p + ".type",
-                        fmt::format("'{}' is a '{}' tool, which this server does not run (client "
-                                    "tools with an input_schema only)",
-                                    p, type->is_string() ? type->get<std::string>() : "?"));
-    }
-    std::string name;
-    if (auto e = StringField(t, "name", p, &name)) return e;
-    auto schema = t.find("input_schema");
-    if (schema == t.end() || !schema->is_object()) {
-      return BadRequest(p + ".input_schema", fmt::format("'{}.input_schema' must be an object", p));
-    }
-    Json fn{{"name", name}};
-    if (auto d = t.find("description"); d != t.end() && d->is_string()) fn["description"] = *d;
-    fn["parameters"] = *schema;
-    out->push_back(Json{{"type", "function"}, {"function", std::move(fn)}});
-  }
-  return std::nullopt;
+// Client tools only: a server tool (web search, bash, ...) has a type other than "custom".
+std::optional<ApiError> CheckToolType(const Json& t, const std::string& p) {
+  auto type = t.find("type");
+  if (type == t.end() || type->is_null() || *type == "custom") return std::nullopt;
+  return BadRequest(p + ".type",
+                    fmt::format("'{}' is a '{}' tool, which this server does not run (client "
+                                "tools with an input_schema only)",
+                                p, type->is_string() ? type->get<std::string>() : "?"));
 }
 
 // tool_choice -> chat's tool_choice and parallel_tool_calls.
@@ -188,7 +163,7 @@ std::optional<ApiError> TranslateToolChoice(const Json& tc, Json* chat) {
     (*chat)["tool_choice"] = "none";
   } else if (type == "tool") {
     std::string name;
-    if (auto e = StringField(tc, "name", "tool_choice", &name)) return e;
+    if (auto e = RequireString(tc, "name", "tool_choice", &name)) return e;
     (*chat)["tool_choice"] = Json{{"type", "function"}, {"function", Json{{"name", name}}}};
   } else {
     return BadRequest(
@@ -269,7 +244,9 @@ std::optional<ApiError> AnthropicToChatBody(const Json& body, const RequestLimit
   (*chat)["messages"] = std::move(messages);
   if (auto t = body.find("tools"); t != body.end() && !t->is_null()) {
     Json tools;
-    if (auto e = TranslateTools(*t, &tools)) return e;
+    if (auto e = ChatTools(*t, CheckToolType, "input_schema", /*schema_required=*/true, &tools)) {
+      return e;
+    }
     (*chat)["tools"] = std::move(tools);
   }
   if (auto tc = body.find("tool_choice"); tc != body.end() && !tc->is_null()) {

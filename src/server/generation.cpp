@@ -18,6 +18,8 @@
 #include "server/choice_output.h"
 #include "server/openai_format.h"
 #include "server/reasoning_parser.h"
+#include "server/responses_format.h"
+#include "server/responses_request.h"
 #include "server/server_impl.h"
 
 namespace mx::server {
@@ -444,6 +446,7 @@ std::optional<ApiError> ParseJob(ApiKind kind, const std::string& raw, Server::I
   Json body;
   if (auto e = ParseBody(raw, &body, impl.options.limits.max_json_depth)) return e;
   std::optional<ApiError> err;
+  ResponsesContext rctx;
   switch (kind) {
     case ApiKind::kChat:
       err = ParseChatRequest(body, impl.options.limits, &job->req);
@@ -458,7 +461,7 @@ std::optional<ApiError> ParseJob(ApiKind kind, const std::string& raw, Server::I
       err = ParseMessagesRequest(body, impl.options.limits, /*count_tokens=*/false, &job->req);
       break;
     case ApiKind::kResponses:
-      err = BadRequest("", "not yet");
+      err = ParseResponsesRequest(body, impl.options.limits, impl.responses, &job->req, &rctx);
       break;
   }
   if (err) return err;
@@ -471,6 +474,13 @@ std::optional<ApiError> ParseJob(ApiKind kind, const std::string& raw, Server::I
     job->id = NewResponseId("msg_");
     job->api = std::make_unique<AnthropicOutput>(
         job->id, job->model->name, static_cast<int64_t>(job->prep.prompt_ids[0].size()));
+  }
+  if (kind == ApiKind::kResponses) {
+    job->id = NewResponseId("resp_");
+    const bool store = rctx.store;
+    job->api =
+        std::make_unique<ResponsesOutput>(job->id, job->model->name, job->created, std::move(rctx),
+                                          store ? &impl.responses : nullptr);
   }
   return std::nullopt;
 }

@@ -176,16 +176,20 @@ void Server::Impl::Handle(HttpExchange& ex) {
     if (p == "/generate") return HandleGeneration(ApiKind::kGenerate, ex);
     if (p == "/v1/messages") return HandleGeneration(ApiKind::kMessages, ex);
     if (p == "/v1/messages/count_tokens") return HandleCountTokens(ex);
+    if (p == "/v1/responses") return HandleGeneration(ApiKind::kResponses, ex);
     if (p == "/tokenize") return HandleTokenize(ex);
     if (p == "/detokenize") return HandleDetokenize(ex);
     if (p == "/flush_cache") return HandleFlushCache(ex);
     if (p == "/abort_request") return HandleAbort(ex);
+  } else if (m == "DELETE") {
+    if (p.starts_with("/v1/responses/")) return HandleStoredResponse(ex);
   } else if (m == "GET") {
     if (p == "/health") return HandleHealth(ex);
     if (p == "/health_generate") return HandleHealthGenerate(ex);
     if (p == "/v1/models") return HandleModels(ex);
     if (p == "/metrics") return HandleMetrics(ex);
     if (p == "/get_server_info") return HandleServerInfo(ex);
+    if (p.starts_with("/v1/responses/")) return HandleStoredResponse(ex);
     if (page) {
       const WebAsset* a = FindWebAsset(req.path);
       // Everything the page loads or calls is this server; nothing inline, nothing elsewhere.

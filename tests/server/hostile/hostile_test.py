@@ -2,7 +2,7 @@
 """Hostile clients against a real `mxserve serve` of the bundled model (issue 26): one check per
 item of the issue, each with raw sockets (no HTTP library between the bytes and the server).
 
-Usage: hostile_test.py MXSERVE_BIN MODEL_DIR ITEM   (ITEM: 01 .. 16, or a name below)
+Usage: hostile_test.py MXSERVE_BIN MODEL_DIR ITEM   (ITEM: 01 .. 17, or a name below)
 
 Each run starts its own server on a free loopback port and stops it. Only event deadlines are
 asserted (generous: the CI host is slow and runs sanitizers), never a measured time. With
@@ -487,6 +487,56 @@ def item16_messages_malformed(srv):
     healthy(srv)
 
 
+def item17_responses_malformed(srv):
+    """/v1/responses: wrong item types, missing fields, huge inputs and unknown ids answer 4xx in
+    OpenAI's error shape (a 404 naming an unknown id); the server keeps serving."""
+    cases = [
+        ("POST", "/v1/responses", "{", 400, "JSON"),
+        ("POST", "/v1/responses", json.dumps({"model": "arith"}), 400, "input"),
+        ("POST", "/v1/responses", json.dumps({"input": 7}), 400, "input"),
+        ("POST", "/v1/responses", json.dumps({"input": [{"type": "item_reference", "id": "x"}]}),
+         400, "item_reference"),
+        ("POST", "/v1/responses", json.dumps({"input": [{"role": "user", "content": [
+            {"type": "input_file", "file_id": "f"}]}]}), 400, "input_file"),
+        ("POST", "/v1/responses", json.dumps({"input": [{"type": "function_call", "call_id": "c",
+                                                         "name": "f", "arguments": "[1"}]}),
+         400, "arguments"),
+        ("POST", "/v1/responses", json.dumps({"input": [{"type": "function_call_output"}]}),
+         400, "call_id"),
+        ("POST", "/v1/responses", json.dumps({"input": "1", "tools": [{"type": "file_search"}]}),
+         400, "file_search"),
+        ("POST", "/v1/responses", json.dumps({"input": "1", "text": {"format": {"type": "xml"}}}),
+         400, "text.format"),
+        ("POST", "/v1/responses", json.dumps({"input": "1", "reasoning": {"effort": "max"}}),
+         400, "effort"),
+        ("POST", "/v1/responses", json.dumps({"input": "1", "store": "yes"}), 400, "store"),
+        ("POST", "/v1/responses", json.dumps({"input": "1", "max_output_tokens": 10 ** 12}),
+         400, "max_output_tokens"),
+        ("POST", "/v1/responses", json.dumps({"input": "1", "previous_response_id": "resp_nope"}),
+         404, "resp_nope"),
+        ("POST", "/v1/responses", json.dumps({"input": "1" * 200000}), 413, "150000"),
+        ("POST", "/v1/responses", '{"input":' + "[" * 60000 + "]" * 60000 + "}", 400, "256"),
+        ("GET", "/v1/responses/resp_missing", None, 404, "resp_missing"),
+        ("GET", "/v1/responses/resp_missing/input_items", None, 404, "resp_missing"),
+        ("DELETE", "/v1/responses/resp_missing", None, 404, "resp_missing"),
+        ("GET", "/v1/responses/", None, 404, "no route"),
+    ]
+    for method, path, body, status, says in cases:
+        st, _, b = request(srv.port, method, path, body)
+        check(st == status, "%s %s %r: %d %r" % (method, path, (body or "")[:80], st, b[:200]))
+        e = error_of(b)
+        check(says in e["message"] + " " + str(e.get("param")),
+              "%s %r: the error says %r: %r" % (path, (body or "")[:80], says, e))
+    st, _, b = request(srv.port, "POST", "/v1/responses",
+                       json.dumps({"input": "1+1=", "max_output_tokens": 2}))
+    check(st == 200, "a good request after the bad ones: %d %r" % (st, b[:200]))
+    rid = json.loads(b)["id"]
+    for query in ("?limit=0", "?limit=x", "?order=up", "?after=nope"):
+        st, _, b = request(srv.port, "GET", "/v1/responses/%s/input_items%s" % (rid, query))
+        check(st == 400, "input_items%s: %d %r" % (query, st, b[:200]))
+    healthy(srv)
+
+
 ITEMS = {
     "01": (item01_deep_json, [], []),
     "02": (item02_slowloris_and_idle, ["--http-threads", "16"], ["--http-head-timeout", "2"]),
@@ -504,6 +554,7 @@ ITEMS = {
     "14": (item14_api_key_sources, None, None),
     "15": (item15_seed, [], []),
     "16": (item16_messages_malformed, ["--max-request-bytes", "150000"], []),
+    "17": (item17_responses_malformed, ["--max-request-bytes", "150000"], []),
 }
 
 
