@@ -281,15 +281,26 @@ def item04_chunked_and_header_limits(srv):
 
 def item05_disconnect_aborts_every_mode(srv):
     body = {"prompt": "1", "max_tokens": 20000, "ignore_eos": True, "temperature": 0}
-    modes = [("non-stream gzip", dict(body), {"Accept-Encoding": "gzip"}),
-             ("non-stream", dict(body), {}),
-             ("stream gzip", dict(body, stream=True), {"Accept-Encoding": "gzip"}),
-             ("non-stream n=2", dict(body, n=2), {"Accept-Encoding": "gzip, br"})]
-    for name, b, h in modes:
+    # Messages and Responses have no ignore_eos: a schema of a long string keeps them going.
+    long_text = {"type": "json_schema", "schema": {"type": "string", "minLength": 5000}}
+    msgs = {"max_tokens": 20000, "messages": [{"role": "user", "content": "1"}],
+            "output_format": long_text}
+    resp = {"max_output_tokens": 20000, "input": "1",
+            "text": {"format": dict(long_text, name="s")}}
+    cmpl = "/v1/completions"
+    modes = [("non-stream gzip", cmpl, dict(body), {"Accept-Encoding": "gzip"}),
+             ("non-stream", cmpl, dict(body), {}),
+             ("stream gzip", cmpl, dict(body, stream=True), {"Accept-Encoding": "gzip"}),
+             ("non-stream n=2", cmpl, dict(body, n=2), {"Accept-Encoding": "gzip, br"}),
+             ("messages", "/v1/messages", msgs, {}),
+             ("messages stream", "/v1/messages", dict(msgs, stream=True), {}),
+             ("responses", "/v1/responses", resp, {}),
+             ("responses stream", "/v1/responses", dict(resp, stream=True), {})]
+    for name, path, b, h in modes:
         before = metric(srv, "mxserve:client_disconnects_total") or 0
         data = json.dumps(b).encode()
-        head = ("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                "Content-Length: %d\r\n%s\r\n" % (len(data), "".join(
+        head = ("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                "Content-Length: %d\r\n%s\r\n" % (path, len(data), "".join(
                     "%s: %s\r\n" % kv for kv in h.items())))
         s = connect(srv.port)
         s.sendall(head.encode() + data)
