@@ -275,6 +275,11 @@ std::optional<ApiError> ParseMessagesRequest(const Json& body, const RequestLimi
   if (auto e = AnthropicToChatBody(body, limits, count_tokens, &chat)) return e;
   if (auto e = ParseChatRequest(chat, limits, out)) return e;
   out->kind = ApiKind::kMessages;
+  if (auto th = body.find("thinking");
+      th != body.end() && th->is_object() && th->value("type", "") == "enabled") {
+    const int64_t budget = (*th)["budget_tokens"].get<int64_t>();  // checked above
+    out->thinking_budget = static_cast<int32_t>(std::min<int64_t>(budget, INT32_MAX));
+  }
   return std::nullopt;
 }
 

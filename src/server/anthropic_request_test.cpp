@@ -76,6 +76,7 @@ TEST(AnthropicRequest, ToolChoiceAndThinkingMapToChat) {
   EXPECT_TRUE(r.tools.is_null());
   ASSERT_FALSE(Parse(head + R"(,"thinking":{"type":"enabled","budget_tokens":1024}})", &r));
   EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], true);
+  EXPECT_EQ(r.thinking_budget, 1024);
   ASSERT_FALSE(Parse(head + R"(,"thinking":{"type":"disabled"}})", &r));
   EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], false);
   ASSERT_FALSE(

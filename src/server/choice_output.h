@@ -72,6 +72,8 @@ class ChoiceOutput {
   // text a stop string could still begin with, and trims what the engine says.
   ChoiceDelta Push(const GenerationChunk& chunk);
   bool finished() const { return finished_; }
+  // True while the output so far ends inside the reasoning (a thinking budget may close it).
+  bool in_reasoning() const { return reasoning_ && reasoning_->in_reasoning(); }
 
   const ChoiceDelta& total() const { return total_; }
   int32_t completion_tokens() const { return completion_tokens_; }

@@ -49,6 +49,11 @@ struct Choice {
   bool got_first = false;
   int64_t text_offset = 0;  // completions logprobs
   std::string cumulative;   // /generate streaming sends cumulative text
+  // A thinking budget: the first request generates at most the budget; if the reasoning is
+  // still open then, a second one continues after `</think>` with the tokens left.
+  int32_t tokens_after_budget = 0;  // 0: no second request
+  int32_t think_end = -1;
+  int32_t first_cached = -1;  // the first request's cached prompt tokens (usage reports them)
 };
 
 struct Job {
@@ -187,6 +192,10 @@ std::optional<ApiError> SubmitAll(Job& job, Mutex& jobs_mu) {
     for (int k = 0; k < r.n; ++k) {
       GenerationRequest g = r.gen;
       g.prompt = job.prep.prompt_ids[p];
+      const auto think_end = m.tokenizer.TokenId("</think>");
+      const bool budget = chat && job.prep.reasoning_open && think_end && r.thinking_budget > 0 &&
+                          r.thinking_budget + 1 < g.max_tokens;
+      if (budget) g.max_tokens = r.thinking_budget;
       g.sampling.seed = r.seed_given ? r.gen.sampling.seed + static_cast<uint64_t>(k) : DrawSeed();
       auto s = m.engine->Submit(std::move(g));
       if (!s.ok()) {
@@ -194,6 +203,10 @@ std::optional<ApiError> SubmitAll(Job& job, Mutex& jobs_mu) {
         return FromStatus(s.status(), PromptParam(r.kind));
       }
       Choice c;
+      if (budget) {
+        c.tokens_after_budget = r.gen.max_tokens - r.thinking_budget;
+        c.think_end = *think_end;
+      }
       c.index = static_cast<int>(job.choices.size());
       c.prompt_index = static_cast<int>(p);
       c.stream = std::move(*s);
@@ -213,6 +226,36 @@ void AbortAll(Job& job) {
   for (Choice& c : job.choices) {
     if (!c.done) job.model->engine->Abort(c.stream->id());
   }
+}
+
+// A choice whose first request spent its thinking budget inside the reasoning: its last chunk
+// becomes an ordinary one, `</think>` is pushed as if generated, and a second request
+// continues from the prompt, the tokens so far and `</think>` with the tokens left (the prefix
+// cache holds most of that prompt). Returns the deltas to send, or an error.
+std::optional<ApiError> CloseReasoning(Server::Impl& impl, Job& job, Choice& c,
+                                       GenerationChunk& chunk, ChoiceDelta* d) {
+  chunk.finish = FinishReason::kNone;
+  c.first_cached = chunk.cached_tokens;
+  *d = c.out->Push(chunk);
+  GenerationChunk end;
+  end.tokens = {c.think_end};
+  d->Append(c.out->Push(end));
+  GenerationRequest g = job.req.gen;
+  g.prompt = job.prep.prompt_ids[c.prompt_index];
+  const std::vector<int32_t>& so_far = c.out->total().token_ids;
+  g.prompt.insert(g.prompt.end(), so_far.begin(), so_far.end());
+  g.max_tokens = c.tokens_after_budget - 1;
+  g.min_tokens = std::max(0, g.min_tokens - c.out->completion_tokens());
+  g.constraint_after_token = -1;  // the answer starts now
+  g.sampling.seed = DrawSeed();
+  if (job.req.seed_given) g.sampling.seed = job.req.gen.sampling.seed + c.index + 1;
+  c.tokens_after_budget = 0;
+  auto s = job.model->engine->Submit(std::move(g));
+  if (!s.ok()) return FromStatus(s.status(), PromptParam(job.req.kind));
+  c.stream = std::move(*s);
+  MutexLock lock(impl.jobs_mu);
+  job.active.ids.push_back(c.stream->id());
+  return std::nullopt;
 }
 
 // Reads every choice's stream until all are done. on_delta returns false when the client is
@@ -264,11 +307,25 @@ bool Pump(Server::Impl& impl, Job& job,
         job.error->http_status = 500;
         if (chunk->finish == FinishReason::kNone) chunk->finish = FinishReason::kAbort;
       }
-      ChoiceDelta d = c.out->Push(*chunk);
+      ChoiceDelta d;
+      if (chunk->finish == FinishReason::kLength && c.tokens_after_budget > 1 &&
+          c.out->in_reasoning() && !aborting) {
+        if (auto e = CloseReasoning(impl, job, c, *chunk, &d)) {
+          job.error = e;
+          chunk->tokens.clear();  // pushed already
+          chunk->logprobs.clear();
+          chunk->top.clear();
+          chunk->finish = FinishReason::kAbort;
+          d.Append(c.out->Push(*chunk));
+        }
+      } else {
+        d = c.out->Push(*chunk);
+      }
       if (chunk->finish != FinishReason::kNone) {
         c.done = true;
         c.final_info = *chunk;
         c.final_info.tokens.clear();
+        if (c.first_cached >= 0) c.final_info.cached_tokens = c.first_cached;
         mm.e2e.Observe(std::chrono::duration<double>(now - job.start).count());
       }
       if (d.has_text() || d.finish_reason || !d.token_ids.empty()) {

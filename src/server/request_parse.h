@@ -57,6 +57,9 @@ struct ParsedRequest {
   nlohmann::ordered_json tools;   // null = none
   bool parse_tool_calls = false;  // tools given and tool_choice != "none"
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
+  // Messages' thinking.budget_tokens, Responses' reasoning.effort: at most this many tokens of
+  // reasoning (0: no bound). The handler ends a longer reasoning with `</think>` and goes on.
+  int32_t thinking_budget = 0;
 };
 
 // Upper bounds the server enforces on every request.

@@ -169,16 +169,24 @@ std::optional<ApiError> TranslateTextFormat(const Json& text, Json* chat) {
                     "'text.format.type' must be text, json_object or json_schema");
 }
 
-std::optional<ApiError> TranslateReasoning(const Json& r, Json* chat) {
+// note: GLM thinks or does not: none and minimal turn thinking off; low and medium bound it
+// (thinking budgets, as other servers give these efforts), high and xhigh leave it free.
+struct Effort {
+  const char* name;
+  bool thinking;
+  int32_t budget;  // 0: none
+};
+constexpr Effort kEfforts[] = {{"none", false, 0},     {"minimal", false, 0}, {"low", true, 1024},
+                               {"medium", true, 8192}, {"high", true, 0},     {"xhigh", true, 0}};
+
+std::optional<ApiError> TranslateReasoning(const Json& r, Json* chat, int32_t* budget) {
   if (!r.is_object()) return BadRequest("reasoning", "'reasoning' must be an object");
   auto e = r.find("effort");
   if (e == r.end() || e->is_null()) return std::nullopt;
-  static const char* kEfforts[] = {"none", "minimal", "low", "medium", "high", "xhigh"};
-  for (const char* k : kEfforts) {
-    if (*e == k) {
-      // note: GLM thinks or does not; every effort above minimal turns thinking on.
-      const bool on = *e != "none" && *e != "minimal";
-      (*chat)["chat_template_kwargs"] = Json{{"enable_thinking", on}};
+  for (const Effort& k : kEfforts) {
+    if (*e == k.name) {
+      (*chat)["chat_template_kwargs"] = Json{{"enable_thinking", k.thinking}};
+      *budget = k.budget;
       return std::nullopt;
     }
   }
@@ -276,8 +284,9 @@ std::optional<ApiError> ParseResponsesRequest(const Json& body, const RequestLim
   if (auto t = body.find("text"); t != body.end() && !t->is_null()) {
     if (auto e = TranslateTextFormat(*t, &chat)) return e;
   }
+  int32_t budget = 0;
   if (auto r = body.find("reasoning"); r != body.end() && !r->is_null()) {
-    if (auto e = TranslateReasoning(*r, &chat)) return e;
+    if (auto e = TranslateReasoning(*r, &chat, &budget)) return e;
   }
   if (auto e = ParseChatRequest(chat, limits, out)) {
     if (e->param == "max_tokens") {
@@ -289,6 +298,7 @@ std::optional<ApiError> ParseResponsesRequest(const Json& body, const RequestLim
     return e;
   }
   out->kind = ApiKind::kResponses;
+  out->thinking_budget = budget;
   return std::nullopt;
 }
 

@@ -71,6 +71,25 @@ TEST(ResponsesRequest, PreviousResponseIdPrependsTheStoredConversation) {
   EXPECT_NE(e->message.find("resp_2"), std::string::npos);
 }
 
+TEST(ResponsesRequest, ReasoningEffortIsThinkingAndABudget) {
+  struct Case {
+    const char* effort;
+    bool thinking;
+    int32_t budget;
+  };
+  for (const Case& c : {Case{"none", false, 0}, Case{"minimal", false, 0}, Case{"low", true, 1024},
+                        Case{"medium", true, 8192}, Case{"high", true, 0}}) {
+    ResponseStore store({});
+    ParsedRequest r;
+    ResponsesContext ctx;
+    const std::string body =
+        std::string(R"({"input":"x","reasoning":{"effort":")") + c.effort + R"("}})";
+    ASSERT_FALSE(Parse(body, store, &r, &ctx));
+    EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], c.thinking) << c.effort;
+    EXPECT_EQ(r.thinking_budget, c.budget) << c.effort;
+  }
+}
+
 TEST(ResponsesRequest, ErrorsNameWhatCannotBeServed) {
   struct Case {
     const char* body;

@@ -67,6 +67,36 @@ test('the GLM-4.7 template serves chat and messages', async () => {
   assert.equal((await msg.json()).type, 'message');
 });
 
+test('a thinking budget ends the reasoning, the answer follows; stream == non-stream', async () => {
+  const post = async (body) => {
+    const r = await fetch(`${srv.base}/v1/messages`, { method: 'POST', body: JSON.stringify(body) });
+    assert.equal(r.status, 200);
+    return r;
+  };
+  const req = { model: 'glm47', max_tokens: 60, temperature: 0, messages };
+  const free = await (await post({ ...req, thinking: { type: 'enabled', budget_tokens: 1000 } })).json();
+  const bounded = await (await post({ ...req, thinking: { type: 'enabled', budget_tokens: 3 } })).json();
+  const thought = (m) => m.content.filter((b) => b.type === 'thinking').map((b) => b.thinking).join('');
+  assert.ok(thought(free).length > thought(bounded).length, JSON.stringify([free, bounded]));
+  assert.ok(thought(free).startsWith(thought(bounded)));
+  assert.equal(bounded.content.at(-1).type, 'text');
+  // The same through the stream: the deltas add up to the same blocks.
+  const sse = await (await post({ ...req, stream: true,
+                                  thinking: { type: 'enabled', budget_tokens: 3 } })).text();
+  const blocks = [];
+  for (const line of sse.split('\n')) {
+    if (!line.startsWith('data: ')) continue;
+    const e = JSON.parse(line.slice(6));
+    if (e.type === 'content_block_start') blocks.push({ ...e.content_block });
+    if (e.type === 'content_block_delta') {
+      const b = blocks[e.index];
+      if (e.delta.type === 'thinking_delta') b.thinking += e.delta.thinking;
+      if (e.delta.type === 'text_delta') b.text += e.delta.text;
+    }
+  }
+  assert.deepEqual(blocks, bounded.content);
+});
+
 test('a missing template file stops serve with its name', async () => {
   await assert.rejects(startServer(['--chat-template', '/nonexistent/t.jinja']),
                        /nonexistent\/t\.jinja/);
