@@ -54,6 +54,7 @@ struct Choice {
   int32_t tokens_after_budget = 0;  // 0: no second request
   int32_t think_end = -1;
   int32_t first_cached = -1;  // the first request's cached prompt tokens (usage reports them)
+  bool ending = false;        // aborted by the server: its output is complete
 };
 
 struct Job {
@@ -170,6 +171,7 @@ std::optional<ApiError> SubmitAll(Job& job, Mutex& jobs_mu) {
   co.reasoning_starts_open = job.prep.reasoning_open;
   co.parse_tool_calls = chat && r.parse_tool_calls;
   co.tools = r.tools;
+  co.max_tool_calls = r.parallel_tool_calls ? 0 : 1;
   job.active.engine = m.engine.get();
   if (r.constraint) {
     auto g = m.grammars().Get(*r.constraint);
@@ -320,6 +322,10 @@ bool Pump(Server::Impl& impl, Job& job,
         }
       } else {
         d = c.out->Push(*chunk);
+      }
+      if (c.out->tool_calls_complete() && chunk->finish == FinishReason::kNone && !c.ending) {
+        job.model->engine->Abort(c.stream->id());  // the one call allowed is complete
+        c.ending = true;
       }
       if (chunk->finish != FinishReason::kNone) {
         c.done = true;

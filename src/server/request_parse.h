@@ -54,8 +54,9 @@ struct ParsedRequest {
   std::vector<PromptInput> prompts;
   // Chat: messages as the template wants them (tool-call arguments parsed into objects).
   nlohmann::ordered_json messages;
-  nlohmann::ordered_json tools;   // null = none
-  bool parse_tool_calls = false;  // tools given and tool_choice != "none"
+  nlohmann::ordered_json tools;     // null = none
+  bool parse_tool_calls = false;    // tools given and tool_choice != "none"
+  bool parallel_tool_calls = true;  // false: the output ends after its first tool call
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   // Messages' thinking.budget_tokens, Responses' reasoning.effort: at most this many tokens of
   // reasoning (0: no bound). The handler ends a longer reasoning with `</think>` and goes on.
