@@ -1,7 +1,7 @@
-// `mxserve serve MODEL_DIR | --model NAME=DIR ...`: the OpenAI-compatible HTTP server (see
-// server/server.h). Engine flags carry sglang's names. The port answers /health with 503
-// while the models load; SIGTERM or SIGINT stops accepting, lets running requests finish up
-// to --shutdown-timeout, and exits 0.
+// `mxserve serve MODEL_DIR | --model NAME=DIR ...`: the OpenAI- and Anthropic-compatible HTTP
+// server (see server/server.h). Engine flags carry sglang's names. The port answers /health
+// with 503 while the models load; SIGTERM or SIGINT stops accepting, lets running requests
+// finish up to --shutdown-timeout, and exits 0.
 #include <pthread.h>
 #include <signal.h>
 
@@ -298,8 +298,8 @@ int RunServe(ServeArgs& a) {
 VerbRun SetupServe(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   auto* sub = app.add_subcommand("serve",
-                                 "OpenAI-compatible HTTP server (chat, completions, "
-                                 "/generate, /metrics)");
+                                 "OpenAI- and Anthropic-compatible HTTP server (chat, completions, "
+                                 "responses, messages, /generate, /metrics)");
   sub->add_option("model_dir", a->model_dir, "Hugging Face checkpoint directory");
   sub->add_option("--served-model-name", a->served_model_name,
                   "name of MODEL_DIR in requests (default: the directory name)");

@@ -1,9 +1,10 @@
-// Generation routes: /v1/chat/completions, /v1/completions and /generate. One HTTP request
-// becomes prompts x n engine requests ("choices"); a pump reads their streams on the request's
-// handler thread, runs each through its ChoiceOutput and writes SSE events or, at the end, one
-// JSON object (headers included: nothing is committed before the result exists). Every
-// disconnect_poll it asks the transport whether the client has hung up (the socket is watched,
-// so this needs no write) and if so aborts the engine requests.
+// Generation routes: /v1/chat/completions, /v1/completions, /generate, and /v1/messages and
+// /v1/responses (chats whose bodies were translated at the edge and whose output an ApiOutput
+// shapes; api_output.h). One HTTP request becomes prompts x n engine requests ("choices"); a pump
+// reads their streams on the request's handler thread, runs each through its ChoiceOutput and
+// writes SSE events or, at the end, one JSON object (headers included: nothing is committed before
+// the result exists). Every disconnect_poll it asks the transport whether the client has hung up
+// (the socket is watched, so this needs no write) and if so aborts the engine requests.
 #include <atomic>
 #include <chrono>
 #include <random>

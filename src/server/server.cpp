@@ -1,6 +1,7 @@
 // Server lifecycle (bind, run, drain) and the small routes: /health, /health_generate,
 // /v1/models, /metrics, /get_server_info, /tokenize, /detokenize, /flush_cache,
-// /abort_request, the web page; auth and error pages.
+// /abort_request, /v1/messages/count_tokens, the web page; auth (Bearer or x-api-key) and error
+// pages (Anthropic's shape on /v1/messages*).
 #include "server/server.h"
 
 #include <random>

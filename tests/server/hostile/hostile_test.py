@@ -430,6 +430,12 @@ def item14_api_key_sources(_):
                 st, _, _ = request(srv.port, "POST", "/tokenize", body,
                                    {"Authorization": "Bearer " + key})
                 check(st == 200, "%s: the key: %d" % (how, st))
+                st, _, _ = request(srv.port, "POST", "/tokenize", body, {"x-api-key": key})
+                check(st == 200, "%s: the key as x-api-key: %d" % (how, st))
+                st, _, b = request(srv.port, "POST", "/v1/messages/count_tokens", body,
+                                   {"x-api-key": key[:-1] + "x"})
+                check(st == 401 and anthropic_error_of(b)["type"] == "authentication_error",
+                      "%s: a wrong x-api-key: %d %r" % (how, st, b[:200]))
                 ps = open("/proc/%d/cmdline" % srv.proc.pid, "rb").read()
                 check(key.encode() not in ps, "%s: the key is not on the command line" % how)
             finally:
