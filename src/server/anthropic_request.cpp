@@ -180,9 +180,14 @@ std::optional<ApiError> TranslateThinking(const Json& th, Json* kwargs) {
     (*kwargs)["enable_thinking"] = false;
     return std::nullopt;
   }
+  if (type == "adaptive") {  // the model decides how much: GLM's thinking, unbounded
+    (*kwargs)["enable_thinking"] = true;
+    return std::nullopt;
+  }
   if (type != "enabled") {
-    return BadRequest("thinking.type",
-                      fmt::format("'thinking.type' must be enabled or disabled, got '{}'", type));
+    return BadRequest("thinking.type", fmt::format("'thinking.type' must be enabled, adaptive or "
+                                                   "disabled, got '{}'",
+                                                   type));
   }
   auto b = th.find("budget_tokens");
   if (b == th.end() || !b->is_number_integer() || b->get<int64_t>() < 1) {

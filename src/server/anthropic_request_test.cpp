@@ -77,6 +77,9 @@ TEST(AnthropicRequest, ToolChoiceAndThinkingMapToChat) {
   ASSERT_FALSE(Parse(head + R"(,"thinking":{"type":"enabled","budget_tokens":1024}})", &r));
   EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], true);
   EXPECT_EQ(r.thinking_budget, 1024);
+  ASSERT_FALSE(Parse(head + R"(,"thinking":{"type":"adaptive"}})", &r));
+  EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], true);
+  EXPECT_EQ(r.thinking_budget, 0);
   ASSERT_FALSE(Parse(head + R"(,"thinking":{"type":"disabled"}})", &r));
   EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], false);
   ASSERT_FALSE(
