@@ -39,11 +39,12 @@ test-asan: deps
 	ctest --preset asan -E '$(SERIAL_TESTS)'
 	ctest --preset asan -R '$(SERIAL_TESTS)'
 
-# The server's end-to-end tests drive it with the official openai client from npm (pinned in
-# tests/server/package-lock.json); the web page's test drives Chromium with playwright-core
-# (pinned in tests/webui/package-lock.json).
+# The server's end-to-end tests drive it with the official openai and @anthropic-ai/sdk clients
+# from npm (pinned in tests/server/package-lock.json); the web page's test drives Chromium with
+# playwright-core (pinned in tests/webui/package-lock.json).
 npm-deps:
-	@test -d tests/server/node_modules/openai || npm --prefix tests/server ci --no-audit --no-fund
+	@test -d tests/server/node_modules/openai -a -d tests/server/node_modules/@anthropic-ai/sdk || \
+	  npm --prefix tests/server ci --no-audit --no-fund
 	@test -d tests/webui/node_modules/playwright-core || npm --prefix tests/webui ci --no-audit --no-fund
 
 check-format:

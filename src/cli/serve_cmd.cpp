@@ -1,7 +1,7 @@
-// `mxserve serve MODEL_DIR | --model NAME=DIR ...`: the OpenAI-compatible HTTP server (see
-// server/server.h). Engine flags carry sglang's names. The port answers /health with 503
-// while the models load; SIGTERM or SIGINT stops accepting, lets running requests finish up
-// to --shutdown-timeout, and exits 0.
+// `mxserve serve MODEL_DIR | --model NAME=DIR ...`: the OpenAI- and Anthropic-compatible HTTP
+// server (see server/server.h). Engine flags carry sglang's names. The port answers /health
+// with 503 while the models load; SIGTERM or SIGINT stops accepting, lets running requests
+// finish up to --shutdown-timeout, and exits 0.
 #include <pthread.h>
 #include <signal.h>
 
@@ -33,7 +33,8 @@ namespace fs = std::filesystem;
 struct ServeArgs {
   std::string model_dir;
   std::string served_model_name;
-  std::vector<std::string> models;  // NAME=DIR
+  std::vector<std::string> models;  // NAME=DIR[,chat-template=FILE]
+  std::string chat_template;        // --chat-template: for every model without its own
   server::ServerOptions server;
   EngineOptions engine;
   double shutdown_timeout_s = 30;
@@ -115,26 +116,41 @@ int RunMpiWorker(const std::string& dir, const EngineOptions& e, Communicator& c
   return 0;
 }
 
-Result<std::vector<std::pair<std::string, std::string>>> ModelList(const ServeArgs& a) {
-  std::vector<std::pair<std::string, std::string>> out;
+struct ModelEntry {
+  std::string name;
+  std::string dir;
+  std::string chat_template;  // "": the checkpoint's (or --chat-template)
+};
+
+Result<std::vector<ModelEntry>> ModelList(const ServeArgs& a) {
+  std::vector<ModelEntry> out;
   if (!a.model_dir.empty()) {
     std::string name = a.served_model_name;
     if (name.empty()) name = fs::path(a.model_dir).lexically_normal().filename().string();
     if (name.empty()) name = fs::absolute(a.model_dir).parent_path().filename().string();
-    out.emplace_back(name, a.model_dir);
+    out.push_back({name, a.model_dir, a.chat_template});
   }
+  constexpr std::string_view kTemplateOpt = ",chat-template=";
   for (const std::string& m : a.models) {
     size_t eq = m.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == m.size()) {
-      return InvalidArgument("--model '{}': expected NAME=DIR", m);
+      return InvalidArgument("--model '{}': expected NAME=DIR[,chat-template=FILE]", m);
     }
-    out.emplace_back(m.substr(0, eq), m.substr(eq + 1));
+    ModelEntry e{m.substr(0, eq), m.substr(eq + 1), a.chat_template};
+    if (size_t t = e.dir.find(kTemplateOpt); t != std::string::npos) {
+      e.chat_template = e.dir.substr(t + kTemplateOpt.size());
+      e.dir.resize(t);
+      if (e.dir.empty() || e.chat_template.empty()) {
+        return InvalidArgument("--model '{}': expected NAME=DIR[,chat-template=FILE]", m);
+      }
+    }
+    out.push_back(std::move(e));
   }
   if (out.empty()) return InvalidArgument("give MODEL_DIR or at least one --model NAME=DIR");
   for (size_t i = 0; i < out.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
-      if (out[i].first == out[j].first) {
-        return InvalidArgument("model name '{}' is given twice", out[i].first);
+      if (out[i].name == out[j].name) {
+        return InvalidArgument("model name '{}' is given twice", out[i].name);
       }
     }
   }
@@ -159,10 +175,11 @@ Status ResolveServeArgs(ServeArgs& a, LoadBalanceMethod* method) {
 
 // One model's engine (--dp replicas), tokenizer, chat template and what the status page says
 // of it.
-Result<std::unique_ptr<server::ServedModel>> LoadModelToServe(const std::string& name,
-                                                              const std::string& dir,
+Result<std::unique_ptr<server::ServedModel>> LoadModelToServe(const ModelEntry& entry,
                                                               const ServeArgs& a,
                                                               LoadBalanceMethod method) {
+  const std::string& name = entry.name;
+  const std::string& dir = entry.dir;
   EngineOptions eo = a.engine;
   eo.model_dir = dir;
   eo.threads = Globals().threads;
@@ -171,7 +188,7 @@ Result<std::unique_ptr<server::ServedModel>> LoadModelToServe(const std::string&
     return Status(engine.status().code(),
                   fmt::format("model '{}' ({}): {}", name, dir, engine.status().message()));
   }
-  auto served = server::LoadServedModel(name, dir, std::move(*engine));
+  auto served = server::LoadServedModel(name, dir, std::move(*engine), entry.chat_template);
   if (!served.ok()) {
     return Status(served.status().code(),
                   fmt::format("model '{}': {}", name, served.status().message()));
@@ -238,7 +255,7 @@ int RunServe(ServeArgs& a) {
     auto comm = CreateMpiCommunicator();
     if (!comm.ok()) return Fail(comm.status().message());
     mpi = std::move(comm).value();
-    if (mpi->rank() != 0) return RunMpiWorker(models->front().second, a.engine, *mpi);
+    if (mpi->rank() != 0) return RunMpiWorker(models->front().dir, a.engine, *mpi);
     a.engine.tp_comm = mpi.get();
   }
 
@@ -263,8 +280,8 @@ int RunServe(ServeArgs& a) {
   };
 
   std::vector<Engine*> engines;
-  for (const auto& [name, dir] : *models) {
-    auto served = LoadModelToServe(name, dir, a, method);
+  for (const ModelEntry& entry : *models) {
+    auto served = LoadModelToServe(entry, a, method);
     if (!served.ok()) return stop(served.status().message());
     engines.push_back((*served)->engine.get());
     srv.AddModel(std::move(*served));
@@ -281,12 +298,16 @@ int RunServe(ServeArgs& a) {
 VerbRun SetupServe(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   auto* sub = app.add_subcommand("serve",
-                                 "OpenAI-compatible HTTP server (chat, completions, "
-                                 "/generate, /metrics)");
+                                 "OpenAI- and Anthropic-compatible HTTP server (chat, completions, "
+                                 "responses, messages, /generate, /metrics)");
   sub->add_option("model_dir", a->model_dir, "Hugging Face checkpoint directory");
   sub->add_option("--served-model-name", a->served_model_name,
                   "name of MODEL_DIR in requests (default: the directory name)");
-  sub->add_option("--model", a->models, "serve another model: NAME=DIR (repeatable)");
+  sub->add_option("--model", a->models,
+                  "serve another model: NAME=DIR, or NAME=DIR,chat-template=FILE (repeatable)");
+  sub->add_option("--chat-template", a->chat_template,
+                  "a Jinja chat template file used instead of the checkpoint's (every model "
+                  "without its own ,chat-template=)");
   sub->add_option("--default-model", a->server.default_model,
                   "model for requests that name none (default: the first)");
   sub->add_option("--host", a->server.host)->capture_default_str();
@@ -382,6 +403,16 @@ VerbRun SetupServe(CLI::App& app) {
   sub->add_option("--grammar-shared-mask-bytes", g.masks.shared_max_bytes,
                   "bytes of token masks shared across grammars per model")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
+      ->capture_default_str();
+  server::ResponseStoreLimits& rs = a->server.responses_store;
+  sub->add_option("--responses-store-max-count", rs.max_count,
+                  "/v1/responses kept for GET and previous_response_id (least recently used "
+                  "evicted; 0: none)")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 30))
+      ->capture_default_str();
+  sub->add_option("--responses-store-max-bytes", rs.max_bytes,
+                  "bytes of JSON the kept responses may hold (least recently used evicted)")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 40))
       ->capture_default_str();
   EngineOptions& e = a->engine;
   sub->add_option("--dp", a->dp,

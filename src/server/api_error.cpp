@@ -3,7 +3,41 @@
 
 namespace mx::server {
 
-nlohmann::ordered_json ApiError::ToJson() const {
+namespace {
+
+const char* AnthropicType(int status) {
+  switch (status) {
+    case 400:
+      return "invalid_request_error";
+    case 401:
+      return "authentication_error";
+    case 403:
+      return "permission_error";
+    case 404:
+      return "not_found_error";
+    case 413:
+      return "request_too_large";
+    case 429:
+      return "rate_limit_error";
+    case 503:
+    case 529:
+      return "overloaded_error";
+    default:
+      return status < 500 ? "invalid_request_error" : "api_error";
+  }
+}
+
+}  // namespace
+
+int ApiError::StatusIn(ErrorShape shape) const {
+  return shape == ErrorShape::kAnthropic && http_status == 503 ? 529 : http_status;
+}
+
+nlohmann::ordered_json ApiError::ToJson(ErrorShape shape) const {
+  if (shape == ErrorShape::kAnthropic) {
+    return {{"type", "error"},
+            {"error", {{"type", AnthropicType(http_status)}, {"message", message}}}};
+  }
   nlohmann::ordered_json e;
   e["message"] = message;
   e["type"] = type;
@@ -14,7 +48,7 @@ nlohmann::ordered_json ApiError::ToJson() const {
   return body;
 }
 
-std::string ApiError::Body() const { return Dump(ToJson()); }
+std::string ApiError::Body(ErrorShape shape) const { return Dump(ToJson(shape)); }
 
 ApiError BadRequest(std::string param, std::string message) {
   ApiError e;

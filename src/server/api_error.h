@@ -11,6 +11,10 @@
 
 namespace mx::server {
 
+// Which API's error body: OpenAI's {"error": {"message", "type", "param", "code"}} or
+// Anthropic's {"type": "error", "error": {"type", "message"}} (its own types, 503 as 529).
+enum class ErrorShape { kOpenAI, kAnthropic };
+
 struct ApiError {
   int http_status = 400;
   std::string message;
@@ -18,8 +22,10 @@ struct ApiError {
   std::string param;  // "" -> null
   std::string code;   // "" -> null
 
-  nlohmann::ordered_json ToJson() const;
-  std::string Body() const;  // ToJson().dump()
+  nlohmann::ordered_json ToJson(ErrorShape shape = ErrorShape::kOpenAI) const;
+  std::string Body(ErrorShape shape = ErrorShape::kOpenAI) const;  // ToJson(shape).dump()
+  // The status the error travels with in `shape`.
+  int StatusIn(ErrorShape shape) const;
 };
 
 ApiError BadRequest(std::string param, std::string message);

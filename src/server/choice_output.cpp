@@ -51,6 +51,7 @@ std::string NewToolCallId() {
 }  // namespace
 
 void ChoiceOutput::Parse(std::string text, bool final, ChoiceDelta& d) {
+  if (tool_calls_complete()) return;
   std::string content;
   if (reasoning_) {
     ReasoningParser::Out r = reasoning_->Push(text);
@@ -65,17 +66,25 @@ void ChoiceOutput::Parse(std::string text, bool final, ChoiceDelta& d) {
     content = std::move(text);
   }
   if (tools_) {
-    ToolCallParser::Out t = tools_->Push(content);
-    if (final) {
-      ToolCallParser::Out f = tools_->Finish();
-      t.content += f.content;
-      t.calls.insert(t.calls.end(), f.calls.begin(), f.calls.end());
+    auto emit = [&](ToolCallParser::Out t) {
+      d.content += t.content;
+      for (auto& c : t.calls) {
+        if (tool_calls_complete()) break;
+        d.tool_calls.push_back(
+            {next_tool_index_++, NewToolCallId(), std::move(c.name), std::move(c.arguments)});
+      }
+    };
+    // With a bound on the calls, text goes in up to each `</tool_call>` (one token in GLM's
+    // vocabulary), so that nothing after the last call allowed is read.
+    constexpr std::string_view kClose = "</tool_call>";
+    std::string_view rest = content;
+    while (!rest.empty() && !tool_calls_complete()) {
+      const size_t cut = opts_.max_tool_calls > 0 ? rest.find(kClose) : std::string_view::npos;
+      const size_t n = cut == std::string_view::npos ? rest.size() : cut + kClose.size();
+      emit(tools_->Push(rest.substr(0, n)));
+      rest.remove_prefix(n);
     }
-    d.content += t.content;
-    for (auto& c : t.calls) {
-      d.tool_calls.push_back(
-          {next_tool_index_++, NewToolCallId(), std::move(c.name), std::move(c.arguments)});
-    }
+    if (final && !tool_calls_complete()) emit(tools_->Finish());
   } else {
     d.content += content;
   }
@@ -167,8 +176,9 @@ ChoiceDelta ChoiceOutput::Push(const GenerationChunk& chunk) {
   } else {
     Release(held_.size(), /*final=*/false, d);
   }
-  if (finished_ && *d.finish_reason == "stop" && tools_ &&
-      (!total_.tool_calls.empty() || !d.tool_calls.empty())) {
+  if (finished_ && tools_ &&
+      (tool_calls_complete() ||
+       (*d.finish_reason == "stop" && (!total_.tool_calls.empty() || !d.tool_calls.empty())))) {
     d.finish_reason = "tool_calls";
   }
   total_.Append(d);

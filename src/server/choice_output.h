@@ -33,6 +33,9 @@ struct ChoiceOptions {
   bool reasoning_starts_open = false;  // the prompt ends inside <think>
   bool parse_tool_calls = false;
   nlohmann::ordered_json tools;
+  // > 0: after this many tool calls the output is complete (parallel tool calls off): what
+  // follows is dropped and the finish reason is tool_calls however the request ends.
+  int max_tool_calls = 0;
 };
 
 struct ToolCallDelta {
@@ -72,6 +75,12 @@ class ChoiceOutput {
   // text a stop string could still begin with, and trims what the engine says.
   ChoiceDelta Push(const GenerationChunk& chunk);
   bool finished() const { return finished_; }
+  // True once max_tool_calls calls were parsed: the caller may end the request.
+  bool tool_calls_complete() const {
+    return opts_.max_tool_calls > 0 && next_tool_index_ >= opts_.max_tool_calls;
+  }
+  // True while the output so far ends inside the reasoning (a thinking budget may close it).
+  bool in_reasoning() const { return reasoning_ && reasoning_->in_reasoning(); }
 
   const ChoiceDelta& total() const { return total_; }
   int32_t completion_tokens() const { return completion_tokens_; }

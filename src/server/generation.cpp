@@ -1,9 +1,10 @@
-// Generation routes: /v1/chat/completions, /v1/completions and /generate. One HTTP request
-// becomes prompts x n engine requests ("choices"); a pump reads their streams on the request's
-// handler thread, runs each through its ChoiceOutput and writes SSE events or, at the end, one
-// JSON object (headers included: nothing is committed before the result exists). Every
-// disconnect_poll it asks the transport whether the client has hung up (the socket is watched,
-// so this needs no write) and if so aborts the engine requests.
+// Generation routes: /v1/chat/completions, /v1/completions, /generate, and /v1/messages and
+// /v1/responses (chats whose bodies were translated at the edge and whose output an ApiOutput
+// shapes; api_output.h). One HTTP request becomes prompts x n engine requests ("choices"); a pump
+// reads their streams on the request's handler thread, runs each through its ChoiceOutput and
+// writes SSE events or, at the end, one JSON object (headers included: nothing is committed before
+// the result exists). Every disconnect_poll it asks the transport whether the client has hung up
+// (the socket is watched, so this needs no write) and if so aborts the engine requests.
 #include <atomic>
 #include <chrono>
 #include <random>
@@ -12,9 +13,14 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "server/anthropic_format.h"
+#include "server/anthropic_request.h"
+#include "server/api_output.h"
 #include "server/choice_output.h"
 #include "server/openai_format.h"
 #include "server/reasoning_parser.h"
+#include "server/responses_format.h"
+#include "server/responses_request.h"
 #include "server/server_impl.h"
 
 namespace mx::server {
@@ -44,6 +50,12 @@ struct Choice {
   bool got_first = false;
   int64_t text_offset = 0;  // completions logprobs
   std::string cumulative;   // /generate streaming sends cumulative text
+  // A thinking budget: the first request generates at most the budget; if the reasoning is
+  // still open then, a second one continues after `</think>` with the tokens left.
+  int32_t tokens_after_budget = 0;  // 0: no second request
+  int32_t think_end = -1;
+  int32_t first_cached = -1;  // the first request's cached prompt tokens (usage reports them)
+  bool ending = false;        // aborted by the server: its output is complete
 };
 
 struct Job {
@@ -56,29 +68,39 @@ struct Job {
   ActiveJob active;
   Clock::time_point start;
   std::optional<ApiError> error;
+  // Messages and Responses (one choice): how their output is shaped.
+  std::unique_ptr<ApiOutput> api;
   bool client_gone = false;
   Clock::time_point last_write;  // of the last bytes sent (heartbeats are due after a poll)
 };
 
+const char* PromptParam(ApiKind kind) {
+  switch (kind) {
+    case ApiKind::kChat:
+    case ApiKind::kMessages:
+      return "messages";
+    case ApiKind::kResponses:
+      return "input";
+    case ApiKind::kGenerate:
+      return "text";
+    case ApiKind::kCompletion:
+      break;
+  }
+  return "prompt";
+}
+
 std::optional<ApiError> Prepare(ServedModel& m, ParsedRequest& r, Prepared* p) {
   const int64_t ctx = m.engine->context_window();
   const int64_t vocab = m.engine->vocab_size();
-  const char* prompt_param = r.kind == ApiKind::kChat       ? "messages"
-                             : r.kind == ApiKind::kGenerate ? "text"
-                                                            : "prompt";
-  if (r.kind == ApiKind::kChat) {
+  const char* prompt_param = PromptParam(r.kind);
+  if (IsChatLike(r.kind)) {
     if (!m.chat_template) {
       return BadRequest(
-          "messages", fmt::format("model '{}' has no chat template; use /v1/completions", m.name));
+          prompt_param,
+          fmt::format("model '{}' has no chat template; use /v1/completions", m.name));
     }
-    ChatRequest cr;
-    cr.messages = r.messages;
-    cr.tools = r.tools;
-    cr.kwargs = r.chat_template_kwargs;
-    cr.bos_token = m.bos_token;
-    cr.eos_token = m.eos_token;
-    auto text = m.chat_template->Render(MakeChatContext(cr));
-    if (!text.ok()) return BadRequest("messages", "chat template: " + text.status().message());
+    auto text = m.RenderChat(r.messages, r.tools, r.chat_template_kwargs);
+    if (!text.ok()) return BadRequest(prompt_param, "chat template: " + text.status().message());
     p->reasoning_open = PromptOpensReasoning(*text);
     p->prompt_ids.push_back(m.tokenizer.Encode(*text));
     p->prompt_texts.push_back(*text);
@@ -145,11 +167,12 @@ std::optional<ApiError> SubmitAll(Job& job, Mutex& jobs_mu) {
   ChoiceOptions co;
   co.skip_special_tokens = r.skip_special_tokens;
   co.stop = r.gen.stop;
-  const bool chat = r.kind == ApiKind::kChat;
+  const bool chat = IsChatLike(r.kind);
   co.split_reasoning = chat && r.separate_reasoning && m.tokenizer.TokenId("</think>").has_value();
   co.reasoning_starts_open = job.prep.reasoning_open;
   co.parse_tool_calls = chat && r.parse_tool_calls;
   co.tools = r.tools;
+  co.max_tool_calls = r.parallel_tool_calls ? 0 : 1;
   job.active.engine = m.engine.get();
   if (r.constraint) {
     auto g = m.grammars().Get(*r.constraint);
@@ -172,13 +195,21 @@ std::optional<ApiError> SubmitAll(Job& job, Mutex& jobs_mu) {
     for (int k = 0; k < r.n; ++k) {
       GenerationRequest g = r.gen;
       g.prompt = job.prep.prompt_ids[p];
+      const auto think_end = m.tokenizer.TokenId("</think>");
+      const bool budget = chat && job.prep.reasoning_open && think_end && r.thinking_budget > 0 &&
+                          r.thinking_budget + 1 < g.max_tokens;
+      if (budget) g.max_tokens = r.thinking_budget;
       g.sampling.seed = r.seed_given ? r.gen.sampling.seed + static_cast<uint64_t>(k) : DrawSeed();
       auto s = m.engine->Submit(std::move(g));
       if (!s.ok()) {
         for (RequestId id : job.active.ids) m.engine->Abort(id);
-        return FromStatus(s.status(), r.kind == ApiKind::kChat ? "messages" : "prompt");
+        return FromStatus(s.status(), PromptParam(r.kind));
       }
       Choice c;
+      if (budget) {
+        c.tokens_after_budget = r.gen.max_tokens - r.thinking_budget;
+        c.think_end = *think_end;
+      }
       c.index = static_cast<int>(job.choices.size());
       c.prompt_index = static_cast<int>(p);
       c.stream = std::move(*s);
@@ -198,6 +229,36 @@ void AbortAll(Job& job) {
   for (Choice& c : job.choices) {
     if (!c.done) job.model->engine->Abort(c.stream->id());
   }
+}
+
+// A choice whose first request spent its thinking budget inside the reasoning: its last chunk
+// becomes an ordinary one, `</think>` is pushed as if generated, and a second request
+// continues from the prompt, the tokens so far and `</think>` with the tokens left (the prefix
+// cache holds most of that prompt). Returns the deltas to send, or an error.
+std::optional<ApiError> CloseReasoning(Server::Impl& impl, Job& job, Choice& c,
+                                       GenerationChunk& chunk, ChoiceDelta* d) {
+  chunk.finish = FinishReason::kNone;
+  c.first_cached = chunk.cached_tokens;
+  *d = c.out->Push(chunk);
+  GenerationChunk end;
+  end.tokens = {c.think_end};
+  d->Append(c.out->Push(end));
+  GenerationRequest g = job.req.gen;
+  g.prompt = job.prep.prompt_ids[c.prompt_index];
+  const std::vector<int32_t>& so_far = c.out->total().token_ids;
+  g.prompt.insert(g.prompt.end(), so_far.begin(), so_far.end());
+  g.max_tokens = c.tokens_after_budget - 1;
+  g.min_tokens = std::max(0, g.min_tokens - c.out->completion_tokens());
+  g.constraint_after_token = -1;  // the answer starts now
+  g.sampling.seed = DrawSeed();
+  if (job.req.seed_given) g.sampling.seed = job.req.gen.sampling.seed + c.index + 1;
+  c.tokens_after_budget = 0;
+  auto s = job.model->engine->Submit(std::move(g));
+  if (!s.ok()) return FromStatus(s.status(), PromptParam(job.req.kind));
+  c.stream = std::move(*s);
+  MutexLock lock(impl.jobs_mu);
+  job.active.ids.push_back(c.stream->id());
+  return std::nullopt;
 }
 
 // Reads every choice's stream until all are done. on_delta returns false when the client is
@@ -249,11 +310,29 @@ bool Pump(Server::Impl& impl, Job& job,
         job.error->http_status = 500;
         if (chunk->finish == FinishReason::kNone) chunk->finish = FinishReason::kAbort;
       }
-      ChoiceDelta d = c.out->Push(*chunk);
+      ChoiceDelta d;
+      if (chunk->finish == FinishReason::kLength && c.tokens_after_budget > 1 &&
+          c.out->in_reasoning() && !aborting) {
+        if (auto e = CloseReasoning(impl, job, c, *chunk, &d)) {
+          job.error = e;
+          chunk->tokens.clear();  // pushed already
+          chunk->logprobs.clear();
+          chunk->top.clear();
+          chunk->finish = FinishReason::kAbort;
+          d.Append(c.out->Push(*chunk));
+        }
+      } else {
+        d = c.out->Push(*chunk);
+      }
+      if (c.out->tool_calls_complete() && chunk->finish == FinishReason::kNone && !c.ending) {
+        job.model->engine->Abort(c.stream->id());  // the one call allowed is complete
+        c.ending = true;
+      }
       if (chunk->finish != FinishReason::kNone) {
         c.done = true;
         c.final_info = *chunk;
         c.final_info.tokens.clear();
+        if (c.first_cached >= 0) c.final_info.cached_tokens = c.first_cached;
         mm.e2e.Observe(std::chrono::duration<double>(now - job.start).count());
       }
       if (d.has_text() || d.finish_reason || !d.token_ids.empty()) {
@@ -431,6 +510,7 @@ std::optional<ApiError> ParseJob(ApiKind kind, const std::string& raw, Server::I
   Json body;
   if (auto e = ParseBody(raw, &body, impl.options.limits.max_json_depth)) return e;
   std::optional<ApiError> err;
+  ResponsesContext rctx;
   switch (kind) {
     case ApiKind::kChat:
       err = ParseChatRequest(body, impl.options.limits, &job->req);
@@ -441,6 +521,12 @@ std::optional<ApiError> ParseJob(ApiKind kind, const std::string& raw, Server::I
     case ApiKind::kGenerate:
       err = ParseGenerateRequest(body, impl.options.limits, &job->req);
       break;
+    case ApiKind::kMessages:
+      err = ParseMessagesRequest(body, impl.options.limits, /*count_tokens=*/false, &job->req);
+      break;
+    case ApiKind::kResponses:
+      err = ParseResponsesRequest(body, impl.options.limits, impl.responses, &job->req, &rctx);
+      break;
   }
   if (err) return err;
   if (auto e = impl.FindModel(job->req.model, &job->model)) return e;
@@ -448,6 +534,18 @@ std::optional<ApiError> ParseJob(ApiKind kind, const std::string& raw, Server::I
   job->id = kind == ApiKind::kChat ? NewResponseId("chatcmpl-") : NewResponseId("cmpl-");
   if (kind == ApiKind::kGenerate && !job->req.request_id.empty()) job->id = job->req.request_id;
   job->created = UnixNow();
+  if (kind == ApiKind::kMessages) {
+    job->id = NewResponseId("msg_");
+    job->api = std::make_unique<AnthropicOutput>(
+        job->id, job->model->name, static_cast<int64_t>(job->prep.prompt_ids[0].size()));
+  }
+  if (kind == ApiKind::kResponses) {
+    job->id = NewResponseId("resp_");
+    const bool store = rctx.store;
+    job->api =
+        std::make_unique<ResponsesOutput>(job->id, job->model->name, job->created, std::move(rctx),
+                                          store ? &impl.responses : nullptr);
+  }
   return std::nullopt;
 }
 
@@ -516,19 +614,33 @@ void SendFinal(ApiKind kind, Job& j, HttpExchange& ex) {
   SendJson(ex, GenerateObject(j, c, c.out->total().content, c.out->total()));
 }
 
+GenerationResult ResultOf(const Job& j) {
+  const Choice& c = j.choices[0];
+  GenerationResult r;
+  r.prompt_tokens = static_cast<int64_t>(j.prep.prompt_ids[0].size());
+  r.completion_tokens = c.out->completion_tokens();
+  r.cached_tokens = c.final_info.cached_tokens;
+  r.total = &c.out->total();
+  r.error = j.error;
+  return r;
+}
+
 }  // namespace
 
 void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
+  const ErrorShape shape = ShapeForPath(ex.request().path);
   if (!ready.load()) {
-    return SendError(ex, FromStatus(Status(StatusCode::kUnavailable, "the model is loading")));
+    return SendError(ex, FromStatus(Status(StatusCode::kUnavailable, "the model is loading")),
+                     shape);
   }
   if (draining.load()) {
-    return SendError(ex,
-                     FromStatus(Status(StatusCode::kUnavailable, "the server is shutting down")));
+    return SendError(
+        ex, FromStatus(Status(StatusCode::kUnavailable, "the server is shutting down")), shape);
   }
+  metrics.CountRoute(ex.request().path);
   Job job;
   job.start = Clock::now();
-  if (auto e = ParseJob(kind, ex.request().body, *this, &job)) return SendError(ex, *e);
+  if (auto e = ParseJob(kind, ex.request().body, *this, &job)) return SendError(ex, *e, shape);
   // Registered before submitting, so that the id is unique among running requests and an
   // abort_all that comes meanwhile is seen (SubmitAll adds ids under jobs_mu).
   if (!RegisterJob(job.id, &job.active)) {
@@ -537,7 +649,7 @@ void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
                                                        job.id)));
   }
   JobCleanup cleanup{*this, job};
-  if (auto e = SubmitAll(job, jobs_mu)) return SendError(ex, *e);
+  if (auto e = SubmitAll(job, jobs_mu)) return SendError(ex, *e, shape);
 
   WriteFn write = [&](const std::string& s) {
     if (s.empty()) return !ex.ClientGone();
@@ -549,7 +661,10 @@ void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
   if (!job.req.stream) {
     // note: nothing is sent before the result exists, so that a later error keeps its status
     // and a client's own timeout can fire; the socket is watched for a hang-up meanwhile.
-    on_delta = [](Choice&, const ChoiceDelta&) { return true; };
+    on_delta = [&job](Choice&, const ChoiceDelta& d) {
+      if (job.api) job.api->Delta(d);  // the same blocks a stream would send
+      return true;
+    };
     heartbeat = [&] {
       job.last_write = Clock::now();
       return !ex.ClientGone();
@@ -559,7 +674,9 @@ void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
                         {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}})) {
       return;
     }
-    // An SSE comment now and then keeps proxies from timing out a quiet stream.
+    if (job.api && !write(job.api->StreamStart())) return;
+    // An SSE comment (or the API's ping event) now and then keeps proxies from timing out a
+    // quiet stream.
     auto last_ping = Clock::now();
     heartbeat = [&, last_ping]() mutable {
       if (ex.ClientGone()) return false;
@@ -568,11 +685,27 @@ void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
         return true;
       }
       last_ping = Clock::now();
-      return write(": ping\n\n");
+      return write(job.api ? job.api->Heartbeat() : std::string(": ping\n\n"));
     };
-    on_delta = StreamDeltas(kind, job, ex, write);
+    if (job.api) {
+      on_delta = [&job, write](Choice&, const ChoiceDelta& d) { return write(job.api->Delta(d)); };
+    } else {
+      on_delta = StreamDeltas(kind, job, ex, write);
+    }
   }
   if (!Pump(*this, job, on_delta, heartbeat)) return;  // the client is gone; nothing to answer
+  if (job.api) {
+    const GenerationResult r = ResultOf(job);
+    job.api->Finish(r);
+    if (job.req.stream) {
+      if (write(job.api->StreamEnd(r))) ex.End();
+    } else if (job.error) {
+      SendError(ex, *job.error, shape);
+    } else {
+      SendJson(ex, job.api->Final(r));
+    }
+    return;
+  }
   if (!job.req.stream) return SendFinal(kind, job, ex);
   if (write(StreamTail(kind, job))) ex.End();
 }

@@ -1,15 +1,17 @@
 // libFuzzer target for what a hostile client controls: the request bytes (ParseHttpRequest:
 // Beast's parser under the server's limits and head checks) and the JSON body (the nesting
-// scan, the parser, and the chat / completions / generate validators). Any input must end in a
-// request within the limits or a refusal with its status, never a crash, a hang or a recursion
-// as deep as the input. Run through scripts/fuzz.sh (make fuzz).
+// scan, the parser, and the chat / completions / generate / messages / responses validators). Any
+// input must end in a request within the limits or a refusal with its status, never a crash, a hang
+// or a recursion as deep as the input. Run through scripts/fuzz.sh (make fuzz).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
+#include "server/anthropic_request.h"
 #include "server/http_server.h"
 #include "server/request_parse.h"
+#include "server/responses_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using mx::server::ApiKind;
@@ -37,12 +39,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (e->http_status != 400) std::abort();
     return 0;
   }
-  for (ApiKind k : {ApiKind::kChat, ApiKind::kCompletion, ApiKind::kGenerate}) {
+  mx::server::ResponseStore store({});
+  for (ApiKind k : {ApiKind::kChat, ApiKind::kCompletion, ApiKind::kGenerate, ApiKind::kMessages,
+                    ApiKind::kResponses}) {
     mx::server::ParsedRequest p;
+    mx::server::ResponsesContext ctx;
     std::optional<mx::server::ApiError> e;
     if (k == ApiKind::kChat) e = mx::server::ParseChatRequest(j, rl, &p);
     if (k == ApiKind::kCompletion) e = mx::server::ParseCompletionRequest(j, rl, &p);
     if (k == ApiKind::kGenerate) e = mx::server::ParseGenerateRequest(j, rl, &p);
+    if (k == ApiKind::kMessages) e = mx::server::ParseMessagesRequest(j, rl, false, &p);
+    if (k == ApiKind::kResponses) e = mx::server::ParseResponsesRequest(j, rl, store, &p, &ctx);
     if (e && (e->http_status < 400 || e->http_status >= 500)) std::abort();
   }
   return 0;

@@ -255,7 +255,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   void Refuse(tcp::socket& socket, int status, const std::string& message);
   void Remove(HttpSession* s);
   void MaybeFinish();
-  std::string ErrorResponse(int status, const std::string& message, const std::string& code);
+  std::string ErrorResponse(int status, const std::string& message, const std::string& code,
+                            const std::string& path);
 };
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
@@ -430,7 +431,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     rejected_ = true;
     StopWatching();
     srv_->on_response(status);
-    Enqueue(srv_->ErrorResponse(status, message, code), /*last=*/true, /*close=*/true);
+    // The route picks the error's shape; the request line may be all that was parsed.
+    std::string path;
+    if (parser_) {
+      const auto target = parser_->get().target();
+      path = std::string(target.substr(0, target.find('?')));
+    }
+    Enqueue(srv_->ErrorResponse(status, message, code, path), /*last=*/true, /*close=*/true);
   }
 
   void Dispatch() {
@@ -615,8 +622,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 // ---- HttpServer::Impl ----
 
 std::string HttpServer::Impl::ErrorResponse(int status, const std::string& message,
-                                            const std::string& code) {
-  auto [body, type] = error_body(status, message, code);
+                                            const std::string& code, const std::string& path) {
+  auto [body, type] = error_body(status, message, code, path);
   return fmt::format(
       "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
       status, Reason(status), type, body.size(), body);
@@ -641,7 +648,7 @@ void HttpServer::Impl::Accept() {
 
 void HttpServer::Impl::Refuse(tcp::socket& socket, int status, const std::string& message) {
   on_response(status);
-  const std::string r = ErrorResponse(status, message, "too_many_connections");
+  const std::string r = ErrorResponse(status, message, "too_many_connections", "");
   beast::error_code ec;
   socket.non_blocking(true, ec);
   socket.write_some(net::buffer(r), ec);
@@ -709,7 +716,8 @@ HttpExchange::HttpExchange(std::shared_ptr<HttpSession> session, HttpRequest req
 
 HttpExchange::~HttpExchange() {
   if (state_ == kNothing) {
-    auto [body, type] = session_->server().error_body(500, "the handler sent no response", "");
+    auto [body, type] =
+        session_->server().error_body(500, "the handler sent no response", "", request_.path);
     Send(500, type, std::move(body));
   } else if (state_ == kStreaming) {
     // The handler gave up on its stream (client gone): end the connection, not the stream.

@@ -93,10 +93,10 @@ class HttpExchange {
 class HttpServer {
  public:
   using Handler = std::function<void(HttpExchange&)>;
-  // Answers a request refused before any handler (limits, malformed): status and message;
-  // returns the body and its content type.
+  // Answers a request refused before any handler (limits, malformed): status, message and the
+  // request's path ("" when its head was not read); returns the body and its content type.
   using ErrorBody = std::function<std::pair<std::string, std::string>(
-      int status, const std::string& message, const std::string& code)>;
+      int status, const std::string& message, const std::string& code, const std::string& path)>;
 
   HttpServer(HttpLimits limits, Handler handler, ErrorBody error_body,
              std::function<void(int status)> on_response);

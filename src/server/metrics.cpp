@@ -77,6 +77,11 @@ void ServerMetrics::CountHttp(int status) {
   ++http_by_status_[status];
 }
 
+void ServerMetrics::CountRoute(const std::string& path) {
+  MutexLock lock(mu_);
+  ++by_route_[path];
+}
+
 std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
   std::string out;
   auto head = [&](const char* name, const char* type, const char* help) {
@@ -219,6 +224,10 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
   MutexLock lock(mu_);
   for (const auto& [code, n] : http_by_status_) {
     out += fmt::format("mxserve:http_responses_total{{code=\"{}\"}} {}\n", code, n);
+  }
+  head("route_requests_total", "counter", "Requests to each generation route.");
+  for (const auto& [route, n] : by_route_) {
+    out += fmt::format("mxserve:route_requests_total{{route=\"{}\"}} {}\n", route, n);
   }
   return out;
 }

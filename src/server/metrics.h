@@ -56,6 +56,8 @@ struct ModelMetrics {
 class ServerMetrics {
  public:
   void CountHttp(int status);
+  // A request to a generation route ("/v1/messages"), counted before it is validated.
+  void CountRoute(const std::string& path);
   // Renders everything; `models` pairs each model name with its metrics and engine stats.
   struct ModelView {
     std::string name;
@@ -68,6 +70,7 @@ class ServerMetrics {
  private:
   mutable Mutex mu_;
   std::map<int, int64_t> http_by_status_ GUARDED_BY(mu_);
+  std::map<std::string, int64_t> by_route_ GUARDED_BY(mu_);
 };
 
 }  // namespace mx::server

@@ -9,6 +9,10 @@ using Json = nlohmann::ordered_json;
 
 std::string SseEvent(const Json& j) { return "data: " + Dump(j) + "\n\n"; }
 
+std::string NamedSseEvent(const std::string& name, const Json& data) {
+  return "event: " + name + "\ndata: " + Dump(data) + "\n\n";
+}
+
 Json UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
   Json u;
   u["prompt_tokens"] = prompt_tokens;

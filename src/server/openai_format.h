@@ -15,6 +15,8 @@ namespace mx::server {
 // "data: JSON\n\n"
 std::string SseEvent(const nlohmann::ordered_json& j);
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";
+// "event: NAME\ndata: JSON\n\n" (the Anthropic and Responses streams name their events)
+std::string NamedSseEvent(const std::string& name, const nlohmann::ordered_json& data);
 
 nlohmann::ordered_json UsageJson(int64_t prompt_tokens, int64_t completion_tokens,
                                  int64_t cached_tokens);

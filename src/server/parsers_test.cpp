@@ -214,5 +214,25 @@ TEST_F(ChoiceOutputTest, SpecialTokensSkippedButMarkersKept) {
   EXPECT_EQ(Run(o, ids, 1, FinishReason::kLength).content, "a<|user|>b<think>c");
 }
 
+TEST_F(ChoiceOutputTest, ParallelToolCallsOffEndsTheOutputAfterTheFirstCall) {
+  const std::string call =
+      "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>";
+  const std::vector<int32_t> ids = tokenizer_->Encode("Checking." + call + call + "more");
+  ChoiceOptions o;
+  o.parse_tool_calls = true;
+  o.tools = WeatherTools();
+  o.max_tool_calls = 1;
+  for (FinishReason how : {FinishReason::kAbort, FinishReason::kLength, FinishReason::kStop}) {
+    for (size_t per = 1; per <= ids.size(); per += 7) {
+      ChoiceDelta d = Run(o, ids, per, how);
+      EXPECT_EQ(d.content, "Checking.") << per;
+      ASSERT_EQ(d.tool_calls.size(), 1u) << per;
+      EXPECT_EQ(d.finish_reason, "tool_calls") << per;
+    }
+  }
+  o.max_tool_calls = 0;
+  EXPECT_EQ(Run(o, ids, 1, FinishReason::kStop).tool_calls.size(), 2u);
+}
+
 }  // namespace
 }  // namespace mx::server

@@ -22,6 +22,10 @@ class ReasoningParser {
   };
   Out Push(std::string_view text);
   Out Finish();  // flushes what is held back
+  // True while the text pushed so far ends inside the reasoning.
+  bool in_reasoning() const {
+    return state_ == State::kReasoning || (state_ == State::kStart && open_);
+  }
 
  private:
   enum class State { kStart, kReasoning, kContent };

@@ -415,6 +415,14 @@ std::optional<ApiError> ReadTools(Fields& f, ParsedRequest* r) {
     return BadRequest("tool_choice",
                       fmt::format("'tool_choice' names '{}', which is not in 'tools'", *forced));
   }
+  // parallel_tool_calls: false allows a single call (forced: by the grammar; auto: the output
+  // ends after the first call).
+  if (const Json* p = f.Get("parallel_tool_calls"); p != nullptr) {
+    if (!p->is_boolean()) {
+      return BadRequest("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
+    }
+    r->parallel_tool_calls = p->get<bool>();
+  }
   if (choice == "none" || tools->empty()) return std::nullopt;
   r->tools = *tools;
   r->parse_tool_calls = true;
@@ -424,16 +432,9 @@ std::optional<ApiError> ReadTools(Fields& f, ParsedRequest* r) {
                         fmt::format("'tool_choice' {} and '{}' both constrain the output; give one",
                                     choice, r->constraint_param));
     }
-    bool parallel = true;  // parallel_tool_calls: false allows a single call
-    if (const Json* p = f.Get("parallel_tool_calls"); p != nullptr) {
-      if (!p->is_boolean()) {
-        return BadRequest("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
-      }
-      parallel = p->get<bool>();
-    }
     Json spec = {{"tools", *tools},
                  {"name", forced ? Json(*forced) : Json(nullptr)},
-                 {"parallel", parallel}};
+                 {"parallel", r->parallel_tool_calls}};
     r->constraint = grammar::ConstraintSpec{grammar::ConstraintKind::kToolCall, Dump(spec), {}};
     r->constraint_param = "tool_choice";
   }

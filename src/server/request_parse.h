@@ -21,7 +21,11 @@
 
 namespace mx::server {
 
-enum class ApiKind { kChat, kCompletion, kGenerate };
+// kMessages (Anthropic) and kResponses (OpenAI Responses) are chats in another shape.
+enum class ApiKind { kChat, kCompletion, kGenerate, kMessages, kResponses };
+inline bool IsChatLike(ApiKind k) {
+  return k == ApiKind::kChat || k == ApiKind::kMessages || k == ApiKind::kResponses;
+}
 
 // A prompt before tokenization: text or token ids.
 using PromptInput = std::variant<std::string, std::vector<int32_t>>;
@@ -50,9 +54,13 @@ struct ParsedRequest {
   std::vector<PromptInput> prompts;
   // Chat: messages as the template wants them (tool-call arguments parsed into objects).
   nlohmann::ordered_json messages;
-  nlohmann::ordered_json tools;   // null = none
-  bool parse_tool_calls = false;  // tools given and tool_choice != "none"
+  nlohmann::ordered_json tools;     // null = none
+  bool parse_tool_calls = false;    // tools given and tool_choice != "none"
+  bool parallel_tool_calls = true;  // false: the output ends after its first tool call
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
+  // Messages' thinking.budget_tokens, Responses' reasoning.effort: at most this many tokens of
+  // reasoning (0: no bound). The handler ends a longer reasoning with `</think>` and goes on.
+  int32_t thinking_budget = 0;
 };
 
 // Upper bounds the server enforces on every request.

@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "grammar/tool_call_grammar.h"
 #include "grammar/vocab_tokenizer.h"
@@ -39,6 +41,18 @@ grammar::GrammarCache& ServedModel::grammars() {
   return *grammars_;
 }
 
+Result<std::string> ServedModel::RenderChat(const nlohmann::ordered_json& messages,
+                                            const nlohmann::ordered_json& tools,
+                                            const nlohmann::ordered_json& kwargs) const {
+  ChatRequest cr;
+  cr.messages = messages;
+  cr.tools = tools;
+  cr.kwargs = kwargs;
+  cr.bos_token = bos_token;
+  cr.eos_token = eos_token;
+  return chat_template->Render(MakeChatContext(cr));
+}
+
 namespace {
 
 // Renders a one-message conversation with no kwargs: does the prompt leave `<think>` open?
@@ -54,7 +68,8 @@ bool TemplateOpensReasoning(const ServedModel& m) {
 }  // namespace
 
 Result<std::unique_ptr<ServedModel>> LoadServedModel(std::string name, const std::string& dir,
-                                                     std::unique_ptr<Engine> engine) {
+                                                     std::unique_ptr<Engine> engine,
+                                                     const std::string& chat_template_file) {
   namespace fs = std::filesystem;
   MX_ASSIGN_OR_RETURN(tok::Tokenizer tokenizer,
                       tok::Tokenizer::FromFile((fs::path(dir) / "tokenizer.json").string()));
@@ -68,9 +83,18 @@ Result<std::unique_ptr<ServedModel>> LoadServedModel(std::string name, const std
       auto t = ChatTemplate::Parse(tc.chat_template, dir + "/tokenizer_config.json:chat_template");
       if (!t.ok()) return t.status();
       m->chat_template.emplace(std::move(*t));
-      m->thinking_default = TemplateOpensReasoning(*m);
     }
   }
+  if (!chat_template_file.empty()) {
+    std::ifstream f(chat_template_file, std::ios::binary);
+    if (!f) return IoError("--chat-template {}: cannot open it", chat_template_file);
+    std::ostringstream text;
+    text << f.rdbuf();
+    auto t = ChatTemplate::Parse(text.str(), chat_template_file);
+    if (!t.ok()) return t.status();
+    m->chat_template.emplace(std::move(*t));
+  }
+  if (m->chat_template) m->thinking_default = TemplateOpensReasoning(*m);
   return m;
 }
 

@@ -48,6 +48,12 @@ struct ServedModel {
   ServedModel(std::string name, std::string dir, std::unique_ptr<Engine> engine,
               tok::Tokenizer tokenizer);
 
+  // The chat template over a conversation in the chat route's shape, with the generation
+  // prompt. REQUIRES: chat_template. Errors are the template's (the client's fault: a 400).
+  Result<std::string> RenderChat(const nlohmann::ordered_json& messages,
+                                 const nlohmann::ordered_json& tools,
+                                 const nlohmann::ordered_json& kwargs) const;
+
   // Structured-output grammars compiled for this model's vocabulary (built on first use: the
   // vocabulary trie; EOS = the engine's ids, else the tokenizer's eos_token). Thread-safe.
   grammar::GrammarCache& grammars();
@@ -58,8 +64,10 @@ struct ServedModel {
 };
 
 // Reads DIR/tokenizer.json and DIR/tokenizer_config.json (the chat template is optional) and
-// wraps `engine`. Errors name the file.
+// wraps `engine`. A non-empty `chat_template_file` (serve --chat-template) is a Jinja file that
+// replaces the checkpoint's template. Errors name the file.
 Result<std::unique_ptr<ServedModel>> LoadServedModel(std::string name, const std::string& dir,
-                                                     std::unique_ptr<Engine> engine);
+                                                     std::unique_ptr<Engine> engine,
+                                                     const std::string& chat_template_file = "");
 
 }  // namespace mx::server

@@ -1,6 +1,7 @@
 // Server lifecycle (bind, run, drain) and the small routes: /health, /health_generate,
 // /v1/models, /metrics, /get_server_info, /tokenize, /detokenize, /flush_cache,
-// /abort_request, the web page; auth and error pages.
+// /abort_request, /v1/messages/count_tokens, the web page; auth (Bearer or x-api-key) and error
+// pages (Anthropic's shape on /v1/messages*).
 #include "server/server.h"
 
 #include <random>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "server/anthropic_request.h"
 #include "server/server_impl.h"
 #include "server/server_info.h"
 #include "server/webui.h"
@@ -17,10 +19,10 @@ namespace mx::server {
 
 using Json = nlohmann::ordered_json;
 
-void SendError(HttpExchange& ex, const ApiError& e) {
+void SendError(HttpExchange& ex, const ApiError& e, ErrorShape shape) {
   HttpHeaders extra;
   if (e.http_status == 429) extra.emplace_back("Retry-After", "1");
-  ex.Send(e.http_status, "application/json", e.Body(), extra);
+  ex.Send(e.StatusIn(shape), "application/json", e.Body(shape), extra);
 }
 
 void SendJson(HttpExchange& ex, const Json& body, int status) {
@@ -110,6 +112,10 @@ Status Server::SetReady() {
   return Status::Ok();
 }
 
+ErrorShape ShapeForPath(const std::string& path) {
+  return path.starts_with("/v1/messages") ? ErrorShape::kAnthropic : ErrorShape::kOpenAI;
+}
+
 namespace {
 
 std::optional<ApiError> ReadBody(const Server::Impl& s, const HttpRequest& req, Json* body) {
@@ -125,16 +131,18 @@ std::string ModelField(const Json& body) {
                                                              : "";
 }
 
-// The OpenAI-shaped body of an error the transport answers by itself (limits, bad framing).
+// The body of an error the transport answers by itself (limits, bad framing), in the shape of
+// the route the request was for.
 std::pair<std::string, std::string> TransportError(int status, const std::string& message,
-                                                   const std::string& code) {
+                                                   const std::string& code,
+                                                   const std::string& path) {
   ApiError e;
   e.http_status = status;
   e.message = message;
   e.code = code;
   if (status == 503) e.type = "service_unavailable";
   if (status >= 500 && status != 503) e.type = "internal_server_error";
-  return {e.Body(), "application/json"};
+  return {e.Body(ShapeForPath(path)), "application/json"};
 }
 
 }  // namespace
@@ -145,15 +153,20 @@ void Server::Impl::Handle(HttpExchange& ex) {
   // and then ask for the key; everything the page calls needs the key.
   const bool page = options.webui && req.method == "GET" && FindWebAsset(req.path) != nullptr;
   if (!options.api_key.empty() && req.path != "/health" && !page) {
+    // Bearer (OpenAI clients) or x-api-key (Anthropic clients); both compared in constant time.
     const std::string auth = req.Header("Authorization");
-    if (!ConstantTimeEquals(auth, "Bearer " + options.api_key)) {
+    const std::string x_api_key = req.Header("x-api-key");
+    const bool bearer_ok = ConstantTimeEquals(auth, "Bearer " + options.api_key);
+    const bool x_ok = ConstantTimeEquals(x_api_key, options.api_key);
+    if (!bearer_ok && !x_ok) {
       ApiError e;
       e.http_status = 401;
       e.type = "authentication_error";
       e.code = "invalid_api_key";
-      e.message =
-          auth.empty() ? "missing API key: send 'Authorization: Bearer KEY'" : "invalid API key";
-      return SendError(ex, e);
+      e.message = auth.empty() && x_api_key.empty()
+                      ? "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'"
+                      : "invalid API key";
+      return SendError(ex, e, ShapeForPath(req.path));
     }
   }
   const std::string& m = req.method;
@@ -162,16 +175,22 @@ void Server::Impl::Handle(HttpExchange& ex) {
     if (p == "/v1/chat/completions") return HandleGeneration(ApiKind::kChat, ex);
     if (p == "/v1/completions") return HandleGeneration(ApiKind::kCompletion, ex);
     if (p == "/generate") return HandleGeneration(ApiKind::kGenerate, ex);
+    if (p == "/v1/messages") return HandleGeneration(ApiKind::kMessages, ex);
+    if (p == "/v1/messages/count_tokens") return HandleCountTokens(ex);
+    if (p == "/v1/responses") return HandleGeneration(ApiKind::kResponses, ex);
     if (p == "/tokenize") return HandleTokenize(ex);
     if (p == "/detokenize") return HandleDetokenize(ex);
     if (p == "/flush_cache") return HandleFlushCache(ex);
     if (p == "/abort_request") return HandleAbort(ex);
+  } else if (m == "DELETE") {
+    if (p.starts_with("/v1/responses/")) return HandleStoredResponse(ex);
   } else if (m == "GET") {
     if (p == "/health") return HandleHealth(ex);
     if (p == "/health_generate") return HandleHealthGenerate(ex);
     if (p == "/v1/models") return HandleModels(ex);
     if (p == "/metrics") return HandleMetrics(ex);
     if (p == "/get_server_info") return HandleServerInfo(ex);
+    if (p.starts_with("/v1/responses/")) return HandleStoredResponse(ex);
     if (page) {
       const WebAsset* a = FindWebAsset(req.path);
       // Everything the page loads or calls is this server; nothing inline, nothing elsewhere.
@@ -182,7 +201,8 @@ void Server::Impl::Handle(HttpExchange& ex) {
                        "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"}});
     }
   }
-  SendError(ex, NotFoundError("", fmt::format("no route {} {}", m, p), "not_found"));
+  SendError(ex, NotFoundError("", fmt::format("no route {} {}", m, p), "not_found"),
+            ShapeForPath(p));
 }
 
 // Both answer 503 with the reason while loading or draining and once an engine has failed (its
@@ -257,13 +277,7 @@ void Server::Impl::HandleTokenize(HttpExchange& ex) {
     if (auto e = ParseChatRequest(body, options.limits, &pr)) return SendError(ex, *e);
     if (!m->chat_template)
       return SendError(ex, BadRequest("messages", "the model has no chat template"));
-    ChatRequest cr;
-    cr.messages = pr.messages;
-    cr.tools = pr.tools;
-    cr.kwargs = pr.chat_template_kwargs;
-    cr.bos_token = m->bos_token;
-    cr.eos_token = m->eos_token;
-    auto r = m->chat_template->Render(MakeChatContext(cr));
+    auto r = m->RenderChat(pr.messages, pr.tools, pr.chat_template_kwargs);
     if (!r.ok()) return SendError(ex, BadRequest("messages", r.status().message()));
     text = *r;
   } else {
@@ -273,6 +287,27 @@ void Server::Impl::HandleTokenize(HttpExchange& ex) {
   SendJson(
       ex,
       Json{{"tokens", ids}, {"count", ids.size()}, {"max_model_len", m->engine->context_window()}});
+}
+
+void Server::Impl::HandleCountTokens(HttpExchange& ex) {
+  constexpr ErrorShape kShape = ErrorShape::kAnthropic;
+  if (!ready.load()) {
+    return SendError(ex, FromStatus(Status(StatusCode::kUnavailable, "loading")), kShape);
+  }
+  Json body;
+  if (auto e = ReadBody(*this, ex.request(), &body)) return SendError(ex, *e, kShape);
+  ParsedRequest pr;
+  if (auto e = ParseMessagesRequest(body, options.limits, /*count_tokens=*/true, &pr)) {
+    return SendError(ex, *e, kShape);
+  }
+  ServedModel* m = nullptr;
+  if (auto e = FindModel(pr.model, &m)) return SendError(ex, *e, kShape);
+  if (!m->chat_template) {
+    return SendError(ex, BadRequest("messages", "the model has no chat template"), kShape);
+  }
+  auto r = m->RenderChat(pr.messages, pr.tools, pr.chat_template_kwargs);
+  if (!r.ok()) return SendError(ex, BadRequest("messages", r.status().message()), kShape);
+  SendJson(ex, Json{{"input_tokens", m->tokenizer.Encode(*r).size()}});
 }
 
 void Server::Impl::HandleDetokenize(HttpExchange& ex) {

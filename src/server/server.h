@@ -1,10 +1,10 @@
 // The HTTP server: OpenAI-compatible routes (/v1/chat/completions, /v1/completions,
-// /v1/models), sglang-native routes (/generate, /health, /health_generate, /flush_cache,
-// /abort_request, /get_server_info), vLLM-style /tokenize and /detokenize, Prometheus
-// /metrics, and a web page at / (webui.h), over one or more ServedModels. The transport is
-// HttpServer (http_server.h: one event loop for every socket, limits and deadlines); each
-// complete request runs on a handler thread of its own, where its engine stream is read,
-// detokenized and written as SSE, or as one JSON object once the result exists. A client that
+// /v1/responses, /v1/models), Anthropic's /v1/messages, sglang-native routes (/generate, /health,
+// /health_generate, /flush_cache, /abort_request, /get_server_info), vLLM-style /tokenize and
+// /detokenize, Prometheus /metrics, and a web page at / (webui.h), over one or more ServedModels.
+// The transport is HttpServer (http_server.h: one event loop for every socket, limits and
+// deadlines); each complete request runs on a handler thread of its own, where its engine stream is
+// read, detokenized and written as SSE, or as one JSON object once the result exists. A client that
 // goes away is noticed within disconnect_poll, written to or not, and its engine requests are
 // aborted.
 //
@@ -24,6 +24,7 @@
 #include "grammar/constraint.h"
 #include "server/http_server.h"
 #include "server/request_parse.h"
+#include "server/response_store.h"
 #include "server/served_model.h"
 
 namespace mx::server {
@@ -31,13 +32,14 @@ namespace mx::server {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 30000;           // 0: any free port (see Server::port)
-  std::string api_key;        // non-empty: every route but /health needs "Bearer KEY"
+  std::string api_key;        // non-empty: every route but /health needs "Bearer KEY" or x-api-key
   std::string default_model;  // "": the first model added
   HttpLimits http;            // transport limits and deadlines (http_server.h)
   std::chrono::milliseconds shutdown_timeout{30000};
   std::chrono::milliseconds disconnect_poll{20};  // client-gone check while waiting on the engine
   RequestLimits limits;
   grammar::GrammarCacheOptions grammars;  // structured-output limits, for every model
+  ResponseStoreLimits responses_store;    // /v1/responses kept for previous_response_id
   bool webui = true;  // the status + playground page at / (webui.h); --no-webui turns it off
 };
 

@@ -1,5 +1,6 @@
-// Internal to the server module: the state shared by server.cpp (lifecycle, small routes) and
-// generation.cpp (chat, completions, /generate).
+// Internal to the server module: the state shared by server.cpp (lifecycle, small routes),
+// generation.cpp (chat, completions, /generate, /v1/messages, /v1/responses) and
+// responses_routes.cpp (the stored responses).
 #pragma once
 
 #include <atomic>
@@ -27,7 +28,7 @@ struct ActiveJob {
 };
 
 struct Server::Impl {
-  explicit Impl(ServerOptions o) : options(std::move(o)) {}
+  explicit Impl(ServerOptions o) : options(std::move(o)), responses(options.responses_store) {}
 
   ServerOptions options;
   std::unique_ptr<HttpServer> http;
@@ -40,6 +41,7 @@ struct Server::Impl {
   std::atomic<bool> draining{false};
   std::atomic<int64_t> drain_deadline_ns{0};  // steady clock; 0 = none
   ServerMetrics metrics;
+  ResponseStore responses;  // /v1/responses with store (response_store.h)
   Clock::time_point started = Clock::now();
 
   // jobs_mu also guards each job's ActiveJob::ids (appended by the job's thread, read by
@@ -66,6 +68,9 @@ struct Server::Impl {
   void HandleServerInfo(HttpExchange& ex);
   void HandleTokenize(HttpExchange& ex);
   void HandleDetokenize(HttpExchange& ex);
+  void HandleCountTokens(HttpExchange& ex);  // /v1/messages/count_tokens
+  // GET /v1/responses/{id}, GET /v1/responses/{id}/input_items, DELETE /v1/responses/{id}.
+  void HandleStoredResponse(HttpExchange& ex);
   void HandleFlushCache(HttpExchange& ex);
   void HandleAbort(HttpExchange& ex);
   // Runs a one-token generation on every model; false (with a reason) on failure.
@@ -74,7 +79,9 @@ struct Server::Impl {
   std::string EngineFailure() const;
 };
 
-void SendError(HttpExchange& ex, const ApiError& e);
+void SendError(HttpExchange& ex, const ApiError& e, ErrorShape shape = ErrorShape::kOpenAI);
+// Anthropic's error shape on /v1/messages*, OpenAI's elsewhere.
+ErrorShape ShapeForPath(const std::string& path);
 void SendJson(HttpExchange& ex, const nlohmann::ordered_json& body, int status = 200);
 void SendText(HttpExchange& ex, const std::string& text, int status = 200);
 // A unique response id with the given prefix ("chatcmpl-", "cmpl-").

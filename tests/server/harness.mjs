@@ -1,6 +1,7 @@
 // Starts a real `mxserve serve` on a free loopback port (--port 0; the port is read from the
 // "listening on" line) and waits for /health. Exits the test process with 77 (ctest: skipped)
-// when this build has no engine yet or the openai package is not installed.
+// when this build has no engine yet or the SDK package (openai, @anthropic-ai/sdk) is not
+// installed.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -19,6 +20,13 @@ export function skip(why) {
 export async function openaiClass() {
   if (!existsSync(join(here, 'node_modules', 'openai'))) skip('run `npm --prefix tests/server ci`');
   return (await import('openai')).default;
+}
+
+export async function anthropicClass() {
+  if (!existsSync(join(here, 'node_modules', '@anthropic-ai', 'sdk'))) {
+    skip('run `npm --prefix tests/server ci`');
+  }
+  return (await import('@anthropic-ai/sdk')).default;
 }
 
 export async function startServer(extra = [], { model = MODEL_DIR, name = 'arith' } = {}) {

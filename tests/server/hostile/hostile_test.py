@@ -2,7 +2,7 @@
 """Hostile clients against a real `mxserve serve` of the bundled model (issue 26): one check per
 item of the issue, each with raw sockets (no HTTP library between the bytes and the server).
 
-Usage: hostile_test.py MXSERVE_BIN MODEL_DIR ITEM   (ITEM: 01 .. 15, or a name below)
+Usage: hostile_test.py MXSERVE_BIN MODEL_DIR ITEM   (ITEM: 01 .. 17, or a name below)
 
 Each run starts its own server on a free loopback port and stops it. Only event deadlines are
 asserted (generous: the CI host is slow and runs sanitizers), never a measured time. With
@@ -281,15 +281,26 @@ def item04_chunked_and_header_limits(srv):
 
 def item05_disconnect_aborts_every_mode(srv):
     body = {"prompt": "1", "max_tokens": 20000, "ignore_eos": True, "temperature": 0}
-    modes = [("non-stream gzip", dict(body), {"Accept-Encoding": "gzip"}),
-             ("non-stream", dict(body), {}),
-             ("stream gzip", dict(body, stream=True), {"Accept-Encoding": "gzip"}),
-             ("non-stream n=2", dict(body, n=2), {"Accept-Encoding": "gzip, br"})]
-    for name, b, h in modes:
+    # Messages and Responses have no ignore_eos: a schema of a long string keeps them going.
+    long_text = {"type": "json_schema", "schema": {"type": "string", "minLength": 5000}}
+    msgs = {"max_tokens": 20000, "messages": [{"role": "user", "content": "1"}],
+            "output_format": long_text}
+    resp = {"max_output_tokens": 20000, "input": "1",
+            "text": {"format": dict(long_text, name="s")}}
+    cmpl = "/v1/completions"
+    modes = [("non-stream gzip", cmpl, dict(body), {"Accept-Encoding": "gzip"}),
+             ("non-stream", cmpl, dict(body), {}),
+             ("stream gzip", cmpl, dict(body, stream=True), {"Accept-Encoding": "gzip"}),
+             ("non-stream n=2", cmpl, dict(body, n=2), {"Accept-Encoding": "gzip, br"}),
+             ("messages", "/v1/messages", msgs, {}),
+             ("messages stream", "/v1/messages", dict(msgs, stream=True), {}),
+             ("responses", "/v1/responses", resp, {}),
+             ("responses stream", "/v1/responses", dict(resp, stream=True), {})]
+    for name, path, b, h in modes:
         before = metric(srv, "mxserve:client_disconnects_total") or 0
         data = json.dumps(b).encode()
-        head = ("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                "Content-Length: %d\r\n%s\r\n" % (len(data), "".join(
+        head = ("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                "Content-Length: %d\r\n%s\r\n" % (path, len(data), "".join(
                     "%s: %s\r\n" % kv for kv in h.items())))
         s = connect(srv.port)
         s.sendall(head.encode() + data)
@@ -419,6 +430,12 @@ def item14_api_key_sources(_):
                 st, _, _ = request(srv.port, "POST", "/tokenize", body,
                                    {"Authorization": "Bearer " + key})
                 check(st == 200, "%s: the key: %d" % (how, st))
+                st, _, _ = request(srv.port, "POST", "/tokenize", body, {"x-api-key": key})
+                check(st == 200, "%s: the key as x-api-key: %d" % (how, st))
+                st, _, b = request(srv.port, "POST", "/v1/messages/count_tokens", body,
+                                   {"x-api-key": key[:-1] + "x"})
+                check(st == 401 and anthropic_error_of(b)["type"] == "authentication_error",
+                      "%s: a wrong x-api-key: %d %r" % (how, st, b[:200]))
                 ps = open("/proc/%d/cmdline" % srv.proc.pid, "rb").read()
                 check(key.encode() not in ps, "%s: the key is not on the command line" % how)
             finally:
@@ -439,6 +456,104 @@ def item15_seed(srv):
     check(a == b, "the same seed reproduces: %r != %r" % (a, b))
 
 
+def anthropic_error_of(body):
+    j = json.loads(body)
+    check(j.get("type") == "error" and "type" in j.get("error", {}) and "message" in j["error"],
+          "not an Anthropic error body: %r" % body[:300])
+    return j["error"]
+
+
+def item16_messages_malformed(srv):
+    """/v1/messages: wrong block types, missing fields, huge inputs and depth answer 4xx in
+    Anthropic's error shape; the server keeps serving."""
+    msgs = [{"role": "user", "content": "1+1="}]
+    cases = [
+        ("{", 400, "invalid_request_error"),
+        ("[1]", 400, "invalid_request_error"),
+        (json.dumps({"messages": msgs}), 400, "max_tokens"),
+        (json.dumps({"max_tokens": 4}), 400, "messages"),
+        (json.dumps({"max_tokens": 4, "messages": "hi"}), 400, "messages"),
+        (json.dumps({"max_tokens": 4, "messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "data": "AA"}}]}]}), 400, "image"),
+        (json.dumps({"max_tokens": 4, "messages": [{"role": "user", "content": [
+            {"type": "tool_result"}]}]}), 400, "tool_use_id"),
+        (json.dumps({"max_tokens": 4, "messages": [{"role": "user", "content": [
+            {"type": 7}]}]}), 400, "type"),
+        (json.dumps({"max_tokens": 4, "messages": msgs,
+                     "tools": [{"type": "bash_20250124", "name": "bash"}]}), 400, "bash"),
+        (json.dumps({"max_tokens": 4, "messages": msgs, "stop_sequences": ["x"] * 1000}),
+         400, "stop_sequences"),
+        (json.dumps({"max_tokens": 10 ** 12, "messages": msgs}), 400, "max_tokens"),
+        (json.dumps({"max_tokens": 4, "model": "nope", "messages": msgs}), 404, "not_found"),
+        ('{"max_tokens":4,"messages":' + "[" * 60000 + "]" * 60000 + "}", 400, "256"),
+        (json.dumps({"max_tokens": 4, "messages": [{"role": "user", "content": "1" * 200000}]}),
+         413, "request_too_large"),
+    ]
+    for path in ("/v1/messages", "/v1/messages/count_tokens"):
+        for body, status, says in cases:
+            if path.endswith("count_tokens") and says == "max_tokens":
+                continue
+            st, _, b = request(srv.port, "POST", path, body)
+            check(st == status, "%s %r: %d %r" % (path, body[:80], st, b[:200]))
+            e = anthropic_error_of(b)
+            check(says in e["type"] + " " + e["message"],
+                  "%s %r: the error says %r: %r" % (path, body[:80], says, e))
+    st, _, b = request(srv.port, "POST", "/v1/messages/count_tokens",
+                       json.dumps({"messages": msgs}))
+    check(st == 200 and json.loads(b)["input_tokens"] > 0, "count_tokens: %d %r" % (st, b))
+    healthy(srv)
+
+
+def item17_responses_malformed(srv):
+    """/v1/responses: wrong item types, missing fields, huge inputs and unknown ids answer 4xx in
+    OpenAI's error shape (a 404 naming an unknown id); the server keeps serving."""
+    cases = [
+        ("POST", "/v1/responses", "{", 400, "JSON"),
+        ("POST", "/v1/responses", json.dumps({"model": "arith"}), 400, "input"),
+        ("POST", "/v1/responses", json.dumps({"input": 7}), 400, "input"),
+        ("POST", "/v1/responses", json.dumps({"input": [{"type": "item_reference", "id": "x"}]}),
+         400, "item_reference"),
+        ("POST", "/v1/responses", json.dumps({"input": [{"role": "user", "content": [
+            {"type": "input_file", "file_id": "f"}]}]}), 400, "input_file"),
+        ("POST", "/v1/responses", json.dumps({"input": [{"type": "function_call", "call_id": "c",
+                                                         "name": "f", "arguments": "[1"}]}),
+         400, "arguments"),
+        ("POST", "/v1/responses", json.dumps({"input": [{"type": "function_call_output"}]}),
+         400, "call_id"),
+        ("POST", "/v1/responses", json.dumps({"input": "1", "tools": [{"type": "file_search"}]}),
+         400, "file_search"),
+        ("POST", "/v1/responses", json.dumps({"input": "1", "text": {"format": {"type": "xml"}}}),
+         400, "text.format"),
+        ("POST", "/v1/responses", json.dumps({"input": "1", "reasoning": {"effort": "max"}}),
+         400, "effort"),
+        ("POST", "/v1/responses", json.dumps({"input": "1", "store": "yes"}), 400, "store"),
+        ("POST", "/v1/responses", json.dumps({"input": "1", "max_output_tokens": 10 ** 12}),
+         400, "max_output_tokens"),
+        ("POST", "/v1/responses", json.dumps({"input": "1", "previous_response_id": "resp_nope"}),
+         404, "resp_nope"),
+        ("POST", "/v1/responses", json.dumps({"input": "1" * 200000}), 413, "150000"),
+        ("POST", "/v1/responses", '{"input":' + "[" * 60000 + "]" * 60000 + "}", 400, "256"),
+        ("GET", "/v1/responses/resp_missing", None, 404, "resp_missing"),
+        ("GET", "/v1/responses/resp_missing/input_items", None, 404, "resp_missing"),
+        ("DELETE", "/v1/responses/resp_missing", None, 404, "resp_missing"),
+        ("GET", "/v1/responses/", None, 404, "no route"),
+    ]
+    for method, path, body, status, says in cases:
+        st, _, b = request(srv.port, method, path, body)
+        check(st == status, "%s %s %r: %d %r" % (method, path, (body or "")[:80], st, b[:200]))
+        e = error_of(b)
+        check(says in e["message"] + " " + str(e.get("param")),
+              "%s %r: the error says %r: %r" % (path, (body or "")[:80], says, e))
+    st, _, b = request(srv.port, "POST", "/v1/responses",
+                       json.dumps({"input": "1+1=", "max_output_tokens": 2}))
+    check(st == 200, "a good request after the bad ones: %d %r" % (st, b[:200]))
+    rid = json.loads(b)["id"]
+    for query in ("?limit=0", "?limit=x", "?order=up", "?after=nope"):
+        st, _, b = request(srv.port, "GET", "/v1/responses/%s/input_items%s" % (rid, query))
+        check(st == 400, "input_items%s: %d %r" % (query, st, b[:200]))
+    healthy(srv)
+
+
 ITEMS = {
     "01": (item01_deep_json, [], []),
     "02": (item02_slowloris_and_idle, ["--http-threads", "16"], ["--http-head-timeout", "2"]),
@@ -455,6 +570,8 @@ ITEMS = {
     "13": (item13_content_length, [], []),
     "14": (item14_api_key_sources, None, None),
     "15": (item15_seed, [], []),
+    "16": (item16_messages_malformed, ["--max-request-bytes", "150000"], []),
+    "17": (item17_responses_malformed, ["--max-request-bytes", "150000"], []),
 }
 
 
