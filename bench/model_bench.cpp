@@ -69,9 +69,11 @@ void PrintOps(const mx::OpProfile& prof, int64_t steps, int64_t rows, bool decod
   for (int i = 0; i < static_cast<int>(mx::Op::kCount); ++i) {
     const double sec = prof.seconds[i] / static_cast<double>(steps);
     if (prof.calls[i] == 0 && sec < 1e-5) continue;
-    const double work = decode ? cost.bytes[i] / 1e6 : 2.0 * rows * cost.macs_per_row[i] / 1e9;
+    // the lm_head runs on the last row of a prefill only
+    const double r = i == static_cast<int>(mx::Op::kLmHead) && !decode ? 1.0 : rows;
+    const double work = decode ? cost.bytes[i] / 1e6 : 2.0 * r * cost.macs_per_row[i] / 1e9;
     const double ceil = decode ? cost.bytes[i] / (bw_gbps * 1e9)
-                               : 2.0 * rows * cost.macs_per_row[i] / (gemm_gflops * 1e9);
+                               : 2.0 * r * cost.macs_per_row[i] / (gemm_gflops * 1e9);
     std::printf("| %s | %.2f | %.1f%% | %s | %s |\n", std::string(mx::kOpNames[i]).c_str(),
                 sec * 1e3, 100.0 * prof.seconds[i] / total,
                 work > 0 ? fmt::format("{:.1f}", work).c_str() : "",
@@ -283,7 +285,7 @@ int main(int argc, char** argv) {
       const std::vector<int32_t> ids = mx::RandomTokenIds(n_prefill, c.vocab_size, rng);
       mx::ForwardOptions po;
       po.moe = moe.For(n_prefill);  // one chunk of the whole prompt
-      if (ops) po.profile = &prof;
+      if (ops && (rep > 0 || repeats == 1)) po.profile = &prof;  // warm passes only
       auto step = [&](const mx::ForwardBatch& b) {
         return model->Forward(b, po, kv, kt, pool).status();
       };
@@ -299,7 +301,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(n_prefill), n_prefill / best, best * 1e3, flops / best / 1e9,
                 100.0 * flops / best / 1e9 / gemm_gflops);
     if (ops) {
-      PrintOps(prof, repeats, n_prefill, false,
+      PrintOps(prof, std::max(1, repeats - 1), n_prefill, false,
                mx::OpWeightCosts(model->weights(), {}, c.num_experts_per_tok), bw, gemm_gflops);
     }
     std::fflush(stdout);

@@ -16,6 +16,13 @@ namespace {
 const uint8_t kEmpty[1] = {0};
 }  // namespace
 
+void ReleaseMappedPages(const void* data, size_t n) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t lo = (begin + page - 1) / page * page, hi = (begin + n) / page * page;
+  if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() { Reset(); }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept { *this = std::move(other); }

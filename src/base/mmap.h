@@ -34,6 +34,12 @@ class MappedFile {
   std::string path_;
 };
 
+// Drops the whole pages of [data, data + n) inside a read-only file mapping from this process's
+// resident set (madvise MADV_DONTNEED): the file and the page cache are untouched and a later
+// read faults the pages back in. For streaming passes over a mapping larger than memory (the
+// quantizer), so resident memory stays at the pages in use. Best effort: errors are ignored.
+void ReleaseMappedPages(const void* data, size_t n);
+
 // Anonymous zero-filled memory straight from mmap: the kernel supplies zero pages as they are
 // first touched, so a large pool (the KV cache: gigabytes, mostly unused at start) costs neither
 // a multi-second memset nor resident memory until it is written. `huge_pages` asks for

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/mmap.h"
 #include "base/numerics.h"
 #include "base/regex.h"
 #include "base/thread_pool.h"
@@ -354,6 +355,9 @@ class PlannedWriter {
   }
 
   void Tick(const TensorView& v) {
+    // The input tensor is consumed: its mapped pages leave the resident set (a 24 GB input
+    // otherwise ends the run with ~20 GB of it resident).
+    ReleaseMappedPages(v.data, v.nbytes);
     ++progress_.tensors_done;
     progress_.bytes_done += v.nbytes;
     progress_.current = v.name;
