@@ -284,7 +284,7 @@ int main(int argc, char** argv) {
       const int64_t seq = kv.AddSequence();
       const std::vector<int32_t> ids = mx::RandomTokenIds(n_prefill, c.vocab_size, rng);
       mx::ForwardOptions po;
-      po.moe = moe.For(n_prefill);  // one chunk of the whole prompt
+      po.moe = moe.For(n_prefill);                               // one chunk of the whole prompt
       if (ops && (rep > 0 || repeats == 1)) po.profile = &prof;  // warm passes only
       auto step = [&](const mx::ForwardBatch& b) {
         return model->Forward(b, po, kv, kt, pool).status();
