@@ -52,7 +52,6 @@ class OpProfile {
   std::array<double, static_cast<int>(Op::kCount)> seconds{};
   std::array<int64_t, static_cast<int>(Op::kCount)> calls{};
 
-  void Reset() { *this = OpProfile(); }
   double Total() const {
     double t = 0;
     for (double s : seconds) t += s;
