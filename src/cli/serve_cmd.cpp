@@ -444,6 +444,11 @@ VerbRun SetupServe(CLI::App& app) {
   sub->add_option("--max-queued-requests", e.max_queued_requests, "beyond: 429 with Retry-After")
       ->capture_default_str();
   sub->add_option("--chunked-prefill-size", e.chunked_prefill_size)->capture_default_str();
+  sub->add_option("--max-decode-gap-ms", e.max_decode_gap_ms,
+                  "while requests decode, cut prefill chunks to what ends a step within this "
+                  "(measured costs); 0: off")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   sub->add_option("--schedule-policy", e.schedule_policy, "fcfs|lpm")->capture_default_str();
   sub->add_flag("--disable-radix-cache", e.disable_radix_cache);
   sub->add_option("--speculative-algorithm", e.speculative_algorithm,

@@ -22,17 +22,23 @@ std::span<const int32_t> CacheableTokens(const ScheduledRequest& r) {
 
 BatchPlanner::BatchPlanner(const SchedulerConfig& cfg, CacheManager& cache,
                            std::deque<ReqPtr>& waiting, std::vector<ReqPtr>& running,
-                           EngineStats& stats)
+                           EngineStats& stats, const StepCosts& costs)
     : cfg_(cfg),
       cache_(cache),
       waiting_(waiting),
       running_(running),
       stats_(stats),
+      costs_(costs),
       new_token_ratio_(kInitNewTokenRatio) {}
 
 ScheduledBatch BatchPlanner::Plan() {
   ScheduledBatch batch = PlanDecode();
+  shape_.decode_rows = std::ssize(batch);
   PlanPrefill(batch);
+  shape_.prefill_tokens = 0;
+  for (size_t i = static_cast<size_t>(shape_.decode_rows); i < batch.size(); ++i) {
+    shape_.prefill_tokens += batch[i].second;
+  }
   return batch;
 }
 
@@ -91,6 +97,9 @@ ScheduledBatch BatchPlanner::PlanDecode() {
 
 void BatchPlanner::PlanPrefill(ScheduledBatch& batch) {
   int64_t budget = cfg_.chunked_prefill_size;
+  if (!batch.empty() && cfg_.max_decode_gap_s > 0.0) {
+    budget = costs_.PrefillBudget(cfg_.max_decode_gap_s, cfg_.min_prefill_chunk, budget);
+  }
   for (auto& rp : running_) {
     ScheduledRequest& r = *rp;
     if (r.remaining() <= 1 || budget <= 0) continue;

@@ -4,7 +4,9 @@
 //     evicting the cache leaves none, the youngest running request is retracted (its computed
 //     pages go to the radix cache, it returns to the head of the queue);
 //   prefill: chunks of requests mid-prefill (oldest first), then new admissions (fcfs, or
-//     longest cached prefix first with lpm), up to chunked_prefill_size tokens in all; a chunk
+//     longest cached prefix first with lpm), up to chunked_prefill_size tokens in all (with
+//     decode rows in the step and max_decode_gap_s set: up to what the measured StepCosts say
+//     ends the step within that gap, so a long prompt cannot starve the streams); a chunk
 //     shrinks to the pages that can be had (CacheManager::Fit).
 // Admission reserves, for every running request, pages for its future tokens estimated as
 // new_token_ratio · (max_tokens − generated) (sglang's PrefillAdder; the ratio decays each
@@ -21,6 +23,7 @@
 
 #include "engine/cache_manager.h"
 #include "engine/scheduler_request.h"
+#include "engine/step_costs.h"
 
 namespace mx {
 
@@ -29,7 +32,13 @@ class BatchPlanner {
   using ReqPtr = std::unique_ptr<ScheduledRequest>;
 
   BatchPlanner(const SchedulerConfig& cfg, CacheManager& cache, std::deque<ReqPtr>& waiting,
-               std::vector<ReqPtr>& running, EngineStats& stats);
+               std::vector<ReqPtr>& running, EngineStats& stats, const StepCosts& costs);
+
+  // What the last Plan() scheduled: decode rows (requests emitting a token) and prompt tokens.
+  struct Shape {
+    int64_t decode_rows = 0;
+    int64_t prefill_tokens = 0;
+  };
 
   // The next forward's rows: decode first, then prefill chunks. Empty when nothing can run
   // (the caller decides how to get unstuck).
@@ -38,6 +47,7 @@ class BatchPlanner {
   void Retract(size_t running_index);
   // After a step that ran: the reservation ratio decays.
   void StepDone();
+  Shape last_shape() const { return shape_; }
 
  private:
   ScheduledBatch PlanDecode();
@@ -60,7 +70,9 @@ class BatchPlanner {
   std::deque<ReqPtr>& waiting_;
   std::vector<ReqPtr>& running_;  // in admission order
   EngineStats& stats_;
+  const StepCosts& costs_;
   double new_token_ratio_;
+  Shape shape_;
 };
 
 }  // namespace mx

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <deque>
 #include <thread>
 
@@ -345,6 +346,9 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
   if (o.chunked_prefill_size < 1) {
     return InvalidArgument("chunked_prefill_size must be >= 1, got {}", o.chunked_prefill_size);
   }
+  if (!(o.max_decode_gap_ms >= 0.0) || !std::isfinite(o.max_decode_gap_ms)) {
+    return InvalidArgument("max_decode_gap_ms must be >= 0, got {}", o.max_decode_gap_ms);
+  }
   if (o.max_running_requests < 1) {
     return InvalidArgument("max_running_requests must be >= 1, got {}", o.max_running_requests);
   }
@@ -389,6 +393,7 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
   sc.kv_scales = std::move(kv_scales);
   sc.max_running_requests = o.max_running_requests;
   sc.chunked_prefill_size = o.chunked_prefill_size;
+  sc.max_decode_gap_s = o.max_decode_gap_ms / 1e3;
   sc.lpm = o.schedule_policy == "lpm";
   sc.disable_radix_cache = o.disable_radix_cache;
   sc.eos_ids = std::move(eos_ids);

@@ -157,8 +157,12 @@ struct EngineOptions {
   double mem_fraction = 0.3;            // of free memory for the KV pool when max_total_tokens == 0
   std::string kv_cache_dtype = "auto";  // auto|bf16|fp8_e4m3|fp8_e4m3fnuz (f32: exact, tests)
   int32_t max_running_requests = 64;
-  int32_t max_queued_requests = 1024;    // beyond: Submit returns ResourceExhausted
-  int64_t chunked_prefill_size = 512;    // prefill tokens per step
+  int32_t max_queued_requests = 1024;  // beyond: Submit returns ResourceExhausted
+  int64_t chunked_prefill_size = 512;  // prefill tokens per step
+  // While requests decode, each step's prefill tokens are cut to what the measured step costs
+  // say ends the step within this many milliseconds (engine/step_costs.h), so a long prompt
+  // cannot starve the streams; 0: off (chunked_prefill_size every step).
+  double max_decode_gap_ms = 0.0;
   std::string schedule_policy = "fcfs";  // fcfs|lpm
   bool disable_radix_cache = false;
   // Speculative decoding with the model's MTP layer (sglang's flags): algorithm "" = off, or

@@ -14,7 +14,7 @@ Scheduler::Scheduler(SchedulerConfig cfg, ModelRunner& runner, const tok::Tokeni
       vocab_(runner.config().vocab_size),
       cache_(runner.config(), cfg_),
       output_(cfg_, vocab_, tokenizer_),
-      planner_(cfg_, cache_, waiting_, running_, stats_) {
+      planner_(cfg_, cache_, waiting_, running_, stats_, step_costs_) {
   if (cfg_.spec_steps > 0) stats_.spec_steps_histogram.assign(cfg_.spec_steps + 1, 0);
   if (cfg_.spec_steps > 0 && cfg_.spec_auto) {
     SpecChooserOptions o = cfg_.spec_chooser;
@@ -123,6 +123,7 @@ bool Scheduler::Step() {
   // 2. Decode rows, then prefill chunks and admissions (a cache hit needs its MTP rows only
   // where the request may draft).
   if (chooser_) cache_.set_want_mtp_rows(cfg_.spec_schedule || chooser_->KeepMtp(1));
+  const Clock::time_point step_start = Clock::now();
   const ScheduledBatch batch = planner_.Plan();
   if (batch.empty()) {
     if (running_.size() > 1) {
@@ -150,6 +151,8 @@ bool Scheduler::Step() {
   }
   std::erase_if(running_, [](const ReqPtr& r) { return r->done; });
   planner_.StepDone();
+  const BatchPlanner::Shape shape = planner_.last_shape();
+  step_costs_.Observe(shape.decode_rows, shape.prefill_tokens, SecondsSince(step_start));
   return true;
 }
 

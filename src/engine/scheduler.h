@@ -128,7 +128,8 @@ class Scheduler {
   EngineStats stats_;
   std::optional<SpecChooser> chooser_;  // spec_auto
   int64_t spec_decode_steps_ = 0;       // decode steps drafted for (spec_schedule's step)
-  BatchPlanner planner_;     // over cache_, waiting_, running_, stats_ (declared above it)
+  StepCosts step_costs_;                // each step's time, for the planner's prefill budget
+  BatchPlanner planner_;     // over cache_, waiting_, running_, stats_, step_costs_ (above it)
   MaskPrefetcher prefetch_;  // structured-output masks computed during the forward
   Status failure_;
   std::function<void(const Status&)> on_failure_;
