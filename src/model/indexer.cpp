@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kernels/attention_kernels.h"
-#include "model/scratch.h"
+#include "base/scratch.h"
 
 namespace mx {
 

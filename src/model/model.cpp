@@ -13,7 +13,7 @@
 #include "model/layer_context.h"
 #include "model/mla.h"
 #include "model/moe.h"
-#include "model/scratch.h"
+#include "base/scratch.h"
 #include "parallel/communicator.h"
 
 namespace mx {

@@ -9,7 +9,7 @@
 
 #include "base/check.h"
 #include "kernels/mxfp4.h"
-#include "model/scratch.h"
+#include "base/scratch.h"
 #include "model/weight_format.h"
 
 namespace mx {
