@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/attention_kernels.h"
 #include "base/scratch.h"
+#include "kernels/attention_kernels.h"
 
 namespace mx {
 
