@@ -207,9 +207,14 @@ def make_normalizer(spec):
 
 
 class RefTokenizer:
+    """The tools' one byte-level BPE encoder / decoder, over a tokenizer.json (a path or its dict)."""
+
     def __init__(self, path):
-        with open(path, encoding="utf-8") as f:
-            j = json.load(f)
+        if isinstance(path, dict):
+            j = path
+        else:
+            with open(path, encoding="utf-8") as f:
+                j = json.load(f)
         m = j["model"]
         self.vocab = dict(m["vocab"])
         self.ranks = {}
@@ -218,11 +223,13 @@ class RefTokenizer:
             self.ranks[(a, b)] = i
         self.pair_of_rank = {r: p for p, r in self.ranks.items()}
         self.ignore_merges = m.get("ignore_merges", False)
-        self.added = j.get("added_tokens", [])
+        self.added_tokens = j.get("added_tokens", [])
+        self.added = {a["content"]: a["id"] for a in self.added_tokens}  # content -> id
         self.id_to_tok = {v: k for k, v in self.vocab.items()}
-        for a in self.added:
+        for a in self.added_tokens:
             self.id_to_tok[a["id"]] = a["content"]
-        self.special_ids = {a["id"] for a in self.added if a["special"]}
+        self.vocab_size = max(self.id_to_tok) + 1
+        self.special_ids = {a["id"] for a in self.added_tokens if a["special"]}
         self.normalize = make_normalizer(j.get("normalizer"))
         self.pretokenize = make_pretokenizer(j.get("pre_tokenizer"))
         self.decoder = j.get("decoder")
@@ -293,7 +300,7 @@ class RefTokenizer:
         return out
 
     def encode(self, text, allow_special=True):
-        usable = [a for a in self.added if allow_special or not a["special"]]
+        usable = [a for a in self.added_tokens if allow_special or not a["special"]]
         raw_tokens = [a for a in usable if not a["normalized"]]
         norm_tokens = [a for a in usable if a["normalized"]]
         ids = []
@@ -311,7 +318,7 @@ class RefTokenizer:
                     ids.extend(self.bpe(piece))
         return ids
 
-    def decode(self, ids, skip_special):
+    def decode(self, ids, skip_special=False):
         toks = [self.id_to_tok[i] for i in ids if i in self.id_to_tok and
                 not (skip_special and i in self.special_ids)]
         if self.decoder is None:

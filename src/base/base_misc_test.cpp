@@ -1,10 +1,13 @@
 // Status/Result, CHECK, dtype names, mmap and CPU feature detection.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "base/check.h"
@@ -14,6 +17,8 @@
 #include "base/mmap.h"
 #include "base/scratch.h"
 #include "base/status.h"
+#include "base/strings.h"
+#include "base/wait_test_util.h"
 
 namespace mx {
 namespace {
@@ -112,20 +117,19 @@ TEST(MappedFile, ReleasedPagesReadBackTheFile) {
 
 // PageBuffer: zero until written, every byte writable, 2 MB-aligned when huge pages are asked
 // for, and a move hands the mapping over (the source ends empty).
-// A scratch buffer keeps its block while requests fit (contents included: nothing clears it)
+// A scratch vector keeps its block while requests fit (contents included: nothing clears it)
 // and only grows; each block holds what was asked for (ASan checks the writes).
-TEST(ScratchBuffer, GrowsOnlyAndKeepsItsBlockWhileRequestsFit) {
-  ScratchBuffer<float> b;
-  EXPECT_EQ(b.capacity(), 0u);
-  float* p = b.Get(100);
+TEST(Scratch, GrowsOnlyAndKeepsItsBlockWhileRequestsFit) {
+  std::vector<float> b;
+  float* p = Grow(b, 100);
   for (int i = 0; i < 100; ++i) p[i] = static_cast<float>(i);
-  EXPECT_EQ(b.Get(10), p);
-  EXPECT_EQ(b.Get(100), p);
+  EXPECT_EQ(Grow(b, 10), p);
+  EXPECT_EQ(Grow(b, 100), p);
   EXPECT_EQ(p[99], 99.0f);
-  float* q = b.Get(1000);
-  EXPECT_EQ(b.capacity(), 1000u);
+  float* q = Grow(b, 1000);
+  EXPECT_EQ(b.size(), 1000u);
   for (int i = 0; i < 1000; ++i) q[i] = 1.0f;
-  EXPECT_EQ(b.Get(500), q);
+  EXPECT_EQ(Grow(b, 500), q);
 }
 
 TEST(PageBuffer, ZeroFilledWritableAlignedAndMovable) {
@@ -176,6 +180,28 @@ TEST(Log, LevelNames) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("loud"), std::string::npos);
   EXPECT_TRUE(SetLogLevel("info").ok());
+}
+
+TEST(Strings, TrimTakesOnlyTheGivenCharactersAtBothEnds) {
+  EXPECT_EQ(Trim(" \t gzip \t "), "gzip");
+  EXPECT_EQ(Trim("a b"), "a b");          // inner characters stay
+  EXPECT_EQ(Trim("\r\nx\n"), "\r\nx\n");  // the default is space and tab only
+  EXPECT_EQ(Trim("\r\n x\n", " \t\r\n"), "x");
+  EXPECT_EQ(Trim(" \t "), "");
+  EXPECT_EQ(Trim(""), "");
+  const std::string_view s = "  abc ";
+  EXPECT_EQ(Trim(s).data(), s.data() + 2);  // a view into the argument
+}
+
+TEST(WaitFor, ReturnsOnceTheEventHappensAndFailsLoudlyWhenItDoesNot) {
+  std::atomic<bool> flag{false};
+  std::thread setter([&] { flag = true; });
+  EXPECT_TRUE(WaitFor([&] { return flag.load(); }, kWaitTimeout, "the flag"));
+  setter.join();
+  // A predicate that never holds: the wait ends at its deadline with a failure naming it.
+  EXPECT_NONFATAL_FAILURE(
+      EXPECT_FALSE(WaitFor([] { return false; }, std::chrono::milliseconds(1), "the never event")),
+      "the never event did not happen");
 }
 
 }  // namespace

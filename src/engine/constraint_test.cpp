@@ -351,10 +351,8 @@ TEST(Constraint, GrammarStartsAfterItsStartTokenAndAbortEndsIt) {
   StreamResult ab = Drain(**s);
   EXPECT_FALSE(ab.timed_out);
   EXPECT_TRUE(ab.last.finish == FinishReason::kAbort || ab.last.finish == FinishReason::kStop);
-  for (int i = 0; i < 100 && e->Stats().kv_pages_used > 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(e->Stats().running, 0);
+  EXPECT_TRUE(WaitFor([&] { return e->Stats().running == 0; }, kWaitTimeout,
+                      "the aborted request to leave the running set"));
 
   // A grammar the vocabulary cannot finish ('Q' is no token): the request ends with an error
   // instead of a token outside the grammar.

@@ -132,7 +132,9 @@ class EngineImpl final : public Engine {
         r.sampling.min_p < 0 || r.sampling.min_p > 1 || r.sampling.top_k < 0) {
       return InvalidArgument("sampling parameters out of range");
     }
-    if (r.top_logprobs > 20) return InvalidArgument("top_logprobs must be <= 20");
+    if (r.top_logprobs > kMaxTopLogprobs) {
+      return InvalidArgument("top_logprobs must be <= {}", kMaxTopLogprobs);
+    }
     MutexLock l(mu_);
     if (!health_.ok()) return health_;
     if (stopping_) return Status(StatusCode::kUnavailable, "the engine is shutting down");

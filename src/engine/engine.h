@@ -27,6 +27,9 @@ class CompiledGrammar;  // grammar/token_mask.h
 enum class FinishReason { kNone, kStop, kLength, kAbort };
 const char* FinishReasonName(FinishReason r);  // "stop", "length", "abort"
 
+// The most top-n alternatives per token a request may ask for (the server's limit too).
+inline constexpr int32_t kMaxTopLogprobs = 20;
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids, already templated and tokenized
   SamplingParams sampling;      // temperature, top_k, top_p, min_p, seed
@@ -38,7 +41,7 @@ struct GenerationRequest {
   bool ignore_eos = false;
   std::vector<int32_t> stop_token_ids;  // in addition to the model's EOS ids
   std::vector<std::string> stop;        // stop strings, matched across token boundaries
-  int32_t top_logprobs = -1;            // -1: no logprobs; 0: sampled token only; n: top-n
+  int32_t top_logprobs = -1;  // -1: no logprobs; 0: sampled token only; n <= kMaxTopLogprobs: top-n
   // Structured output (engine/request_constraint.h): every token is drawn from what this
   // grammar allows, and the request stops when the grammar is complete. With
   // constraint_after_token >= 0 the grammar applies only after that token (GLM's </think>).

@@ -89,12 +89,13 @@ TEST(EngineStress, TenThousandRandomRequestsTinyPool) {
   EXPECT_GT(aborted, 0);
   EXPECT_EQ(fake->bad_rows.load(), 0);
   engine.FlushCache();
-  EngineStats st;
-  for (int i = 0; i < 2000; ++i) {
-    st = engine.Stats();
-    if (st.kv_pages_used == 0 && st.running == 0 && st.queued == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  WaitFor(
+      [&] {
+        const EngineStats s = engine.Stats();
+        return s.kv_pages_used == 0 && s.running == 0 && s.queued == 0;
+      },
+      kWaitTimeout, "an idle engine with every page free");
+  const EngineStats st = engine.Stats();
   EXPECT_EQ(st.kv_pages_used, 0) << "leaked pages";
   EXPECT_EQ(st.requests_finished, finished);
   EXPECT_EQ(st.requests_aborted, aborted);

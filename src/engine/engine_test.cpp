@@ -338,12 +338,13 @@ TEST(Engine, AbortQueuedAndRunningReleasesPages) {
   EXPECT_EQ(q.last.finish, FinishReason::kAbort);
   EXPECT_TRUE(q.tokens.empty());
   EXPECT_EQ(running->Next(std::chrono::milliseconds(1))->finish, FinishReason::kAbort);  // sticky
-  EngineStats st;
-  for (int i = 0; i < 500; ++i) {
-    st = e->Stats();
-    if (st.kv_pages_used == 0 && st.requests_aborted == 2) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  WaitFor(
+      [&] {
+        const EngineStats s = e->Stats();
+        return s.kv_pages_used == 0 && s.requests_aborted == 2;
+      },
+      kWaitTimeout, "both aborted requests' pages released");
+  const EngineStats st = e->Stats();
   EXPECT_EQ(st.kv_pages_used, 0);
   EXPECT_EQ(st.requests_aborted, 2);
 }
@@ -368,6 +369,9 @@ TEST(Engine, OverloadAndBadRequestsAreStatuses) {
   EXPECT_EQ(e->Submit(Greedy({}, 4)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(e->Submit(Greedy({1, 320}, 4)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(e->Submit(Greedy({1}, 600)).status().code(), StatusCode::kInvalidArgument);
+  GenerationRequest too_many = Greedy({1}, 4);
+  too_many.top_logprobs = kMaxTopLogprobs + 1;  // the server's limit too (request_parse.h)
+  EXPECT_EQ(e->Submit(std::move(too_many)).status().code(), StatusCode::kInvalidArgument);
   e->Shutdown(std::chrono::milliseconds(0));
   for (auto& s : keep) EXPECT_EQ(Drain(*s).last.finish, FinishReason::kAbort);
   EXPECT_EQ(e->Submit(Greedy({1}, 4)).status().code(), StatusCode::kUnavailable);

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <vector>
 
+#include "base/wait_test_util.h"
 #include "engine/engine.h"
 #include "engine/model_runner.h"
 #include "io/model_config.h"

@@ -35,7 +35,15 @@
 // The re-probe interval starts at `reprobe_interval` and doubles, up to `max_reprobe_interval`,
 // every time a re-probe ends without its setting becoming the best (drafts that never pay cost a
 // probe of probe_steps ever more rarely, and the MTP layer is kept up for a catch-up ever more
-// rarely); it returns to `reprobe_interval` when a re-probe wins.
+// rarely); it returns to `reprobe_interval` when a re-probe wins. A re-probe lets one request
+// draft (the costs are known; it re-measures acceptance); a first probe lets every request draft.
+//
+// The scheduler's side (scheduler_spec.cpp). While off, the MTP layer is skipped; each request
+// keeps up to `spec_max_lag` (256) rows of target hidden states so that drafting can resume (its
+// MTP rows are then written in one pass), and one that fell further behind decodes without
+// drafts until it ends. While drafts were just measured to fail (KeepMtp false), prompts skip
+// the MTP layer and running requests keep no rows; a re-probe then waits, keeping the MTP layer
+// up, for a request that can draft.
 //
 // Thread-safety: none (the engine loop thread owns it).
 #pragma once

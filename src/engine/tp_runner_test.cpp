@@ -129,7 +129,6 @@ TEST(TpRunner, ARankThatStopsFailsTheNextForwardWithUnavailable) {
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(static_cast<int64_t>(ok->size()), c.vocab_size);
   (*runner)->FailRank(1, "killed by the test");
-  const auto t0 = std::chrono::steady_clock::now();
   ForwardBatch d;
   d.seqs.push_back({1, 5, {6}, {}, false});
   auto failed = (*runner)->Forward(d, kv);
@@ -137,7 +136,6 @@ TEST(TpRunner, ARankThatStopsFailsTheNextForwardWithUnavailable) {
   EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable) << failed.status().ToString();
   EXPECT_NE(failed.status().message().find("killed by the test"), std::string::npos)
       << failed.status().ToString();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }
 
 TEST(TpRunner, RefusesAContiguousKvStoreAndBadGroups) {

@@ -29,6 +29,7 @@
 #include <limits>
 #include <vector>
 
+#include "base/scratch.h"
 #include "kernels/attention_kernels.h"
 #include "kernels/bf16_split_avx512.h"
 #include "kernels/exp_avx512.h"
@@ -176,10 +177,8 @@ void AttendRowsBf16Dot(const float* qa, int64_t ldqa, const float* qb, int64_t l
   // block's probabilities likewise (grown once per thread, reused by every later call).
   thread_local std::vector<uint16_t> qbuf, pbuf;
   const int64_t pa = (da + kC - 1) / kC * kC, pw = pa + (db + kC - 1) / kC * kC;
-  if (qbuf.size() < static_cast<size_t>(3 * m * pw)) qbuf.resize(3 * m * pw);
-  if (pbuf.size() < static_cast<size_t>(3 * m * kPbStride)) pbuf.resize(3 * m * kPbStride);
-  uint16_t* qx = qbuf.data();
-  uint16_t* pb = pbuf.data();
+  uint16_t* qx = Grow(qbuf, 3 * m * pw);
+  uint16_t* pb = Grow(pbuf, 3 * m * kPbStride);
   int64_t n_max = 0;
   for (int64_t i = 0; i < m; ++i) {
     uint16_t* row = qx + 3 * i * pw;  // [hi | mid | lo], each [a | b] zero-padded

@@ -9,12 +9,14 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "base/check.h"
 #include "base/cpu_features.h"
 #include "base/log.h"
 #include "base/numerics.h"
+#include "base/scratch.h"
 #include "kernels/kernels_avx2.h"
 #include "kernels/kernels_avx512.h"
 #include "kernels/kernels_ref.h"
@@ -39,8 +41,36 @@ const char* GemmActivationsName(GemmActivations a) {
 
 namespace {
 
-constexpr KernelTable kRefTable = {
+// x[m, k] (row stride ldx) rounded to bf16 values, in a per-thread buffer (row stride k).
+const float* RoundedToBf16(const float* x, int64_t ldx, int64_t m, int64_t k) {
+  thread_local std::vector<float> buf;
+  float* xr = Grow(buf, m * k);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < k; ++j) xr[i * k + j] = Bf16ToF32(F32ToBf16(x[i * ldx + j]));
+  }
+  return xr;
+}
+
+// GemmActivations::kBf16 on a level without vdpbf16ps: its fp32-activation GEMM `Fn` run on x
+// rounded to bf16 (the rounding is the whole difference). One template for the three GEMM
+// signatures, which all start (x, ldx, ...): `M` and `K` are the positions of m and k among the
+// arguments after those two. The argument types come from the table entry it is assigned to.
+template <auto Fn, size_t M, size_t K, typename... A>
+void RoundXThen(const float* x, int64_t ldx, A... a) {
+  const std::tuple<A...> args(a...);
+  const int64_t k = std::get<K>(args);
+  Fn(RoundedToBf16(x, ldx, std::get<M>(args), k), k, a...);
+}
+// After (x, ldx): gemm_bf16 (w, ldw, y, ldy, m, n, k, t): M 4, K 6; gemm_bf16_packed (m, wp, k,
+// r0, r1, y, ldy, t): M 0, K 2; gemm_fp8 (m, wp, sp, k, r0, r1, y, ldy, t): M 0, K 3.
+
+// One literal table per level and activation mode (the AVX-512 level twice more: with and
+// without AVX512_BF16's vdpbf16ps). GetKernelTable and WithGemmActivations only choose among
+// them.
+
+constexpr KernelTable kRefFp32 = {
     .level = KernelLevel::kRef,
+    .bf16_activations = GemmActivations::kFp32,
     .gemm_bf16 = ref::GemmBf16,
     .gemm_f32 = ref::GemmF32,
     .rms_norm = ref::RmsNorm,
@@ -59,44 +89,157 @@ constexpr KernelTable kRefTable = {
     .gemm_fp8 = ref::GemmFp8,
 };
 
-// The AVX2 table with its MXFP4 kernel; the AVX-512 table with the AVX-512 VNNI MXFP4 kernel
-// and, where the CPU has AVX512_BF16, the vdpbf16ps bf16 GEMM.
-const KernelTable& Avx2WithMxfp4() {
-  static const KernelTable t = [] {
-    KernelTable k = Avx2KernelTable();
-    k.gemm_mxfp4 = avx2::GemmMxfp4;
-    k.gemm_bf16_packed = avx2::GemmBf16Packed;
-    k.gemm_fp8 = avx2::GemmFp8;
-    k.attend_rows = avx2::AttendRows;
-    k.attend_rows_bf16 = avx2::AttendRowsBf16;
-    k.indexer_scores = avx2::IndexerScores;
-    k.indexer_scores_bf16 = avx2::IndexerScoresBf16;
-    k.topk_set = RadixTopKSet;
-    return k;
-  }();
-  return t;
-}
+constexpr KernelTable kRefBf16 = {
+    .level = KernelLevel::kRef,
+    .bf16_activations = GemmActivations::kBf16,
+    .gemm_bf16 = ref::GemmBf16X16,
+    .gemm_f32 = ref::GemmF32,
+    .rms_norm = ref::RmsNorm,
+    .softmax = ref::Softmax,
+    .rope = ref::Rope,
+    .topk = ref::TopK,
+    .swiglu = ref::SwiGlu,
+    .attend = ref::Attend,
+    .gemm_bf16_packed = ref::GemmBf16PackedX16,
+    .gemm_mxfp4 = ref::GemmMxfp4,
+    .attend_rows = ref::AttendRows,
+    .attend_rows_bf16 = ref::AttendRowsBf16,
+    .indexer_scores = ref::IndexerScores,
+    .indexer_scores_bf16 = ref::IndexerScoresBf16,
+    .topk_set = ref::TopKSet,
+    .gemm_fp8 = ref::GemmFp8X16,
+};
 
-const KernelTable& Avx512WithMxfp4() {
-  static const KernelTable t = [] {
-    KernelTable k = Avx512KernelTable();
-    k.gemm_mxfp4 = avx512::GemmMxfp4;
-    k.gemm_fp8 = avx2::GemmFp8;
-    k.attend_rows = avx512::AttendRows;
-    k.attend_rows_bf16 = avx512::AttendRowsBf16;
-    k.indexer_scores = avx512::IndexerScores;
-    k.indexer_scores_bf16 = avx512::IndexerScoresBf16;
-    k.topk_set = RadixTopKSet;
-    k.gemm_bf16_packed = avx512::GemmBf16PackedFma;
-    if (GetCpuFeatures().avx512bf16) {
-      k.gemm_bf16 = avx512::GemmBf16Dot;
-      k.gemm_bf16_packed = avx512::GemmBf16PackedDot;
-      k.gemm_fp8 = avx512::GemmFp8Dot;
-    }
-    return k;
-  }();
-  return t;
-}
+constexpr KernelTable kAvx2Fp32 = {
+    .level = KernelLevel::kAvx2,
+    .bf16_activations = GemmActivations::kFp32,
+    .gemm_bf16 = avx2::GemmBf16,
+    .gemm_f32 = avx2::GemmF32,
+    .rms_norm = avx2::RmsNorm,
+    .softmax = avx2::Softmax,
+    .rope = avx2::Rope,
+    .topk = avx2::TopK,
+    .swiglu = avx2::SwiGlu,
+    .attend = avx2::Attend,
+    .gemm_bf16_packed = avx2::GemmBf16Packed,
+    .gemm_mxfp4 = avx2::GemmMxfp4,
+    .attend_rows = avx2::AttendRows,
+    .attend_rows_bf16 = avx2::AttendRowsBf16,
+    .indexer_scores = avx2::IndexerScores,
+    .indexer_scores_bf16 = avx2::IndexerScoresBf16,
+    .topk_set = RadixTopKSet,
+    .gemm_fp8 = avx2::GemmFp8,
+};
+
+constexpr KernelTable kAvx2Bf16 = {
+    .level = KernelLevel::kAvx2,
+    .bf16_activations = GemmActivations::kBf16,
+    .gemm_bf16 = RoundXThen<avx2::GemmBf16, 4, 6>,
+    .gemm_f32 = avx2::GemmF32,
+    .rms_norm = avx2::RmsNorm,
+    .softmax = avx2::Softmax,
+    .rope = avx2::Rope,
+    .topk = avx2::TopK,
+    .swiglu = avx2::SwiGlu,
+    .attend = avx2::Attend,
+    .gemm_bf16_packed = RoundXThen<avx2::GemmBf16Packed, 0, 2>,
+    .gemm_mxfp4 = avx2::GemmMxfp4,
+    .attend_rows = avx2::AttendRows,
+    .attend_rows_bf16 = avx2::AttendRowsBf16,
+    .indexer_scores = avx2::IndexerScores,
+    .indexer_scores_bf16 = avx2::IndexerScoresBf16,
+    .topk_set = RadixTopKSet,
+    .gemm_fp8 = RoundXThen<avx2::GemmFp8, 0, 3>,
+};
+
+// AVX-512 without AVX512_BF16: bf16 weights widened to fp32 for FMAs; FP8 on the AVX2 kernel.
+constexpr KernelTable kAvx512Fp32 = {
+    .level = KernelLevel::kAvx512,
+    .bf16_activations = GemmActivations::kFp32,
+    .gemm_bf16 = avx512::GemmBf16,
+    .gemm_f32 = avx512::GemmF32,
+    .rms_norm = avx512::RmsNorm,
+    .softmax = avx512::Softmax,
+    .rope = avx512::Rope,
+    .topk = avx512::TopK,
+    .swiglu = avx512::SwiGlu,
+    .attend = avx512::Attend,
+    .gemm_bf16_packed = avx512::GemmBf16PackedFma,
+    .gemm_mxfp4 = avx512::GemmMxfp4,
+    .attend_rows = avx512::AttendRows,
+    .attend_rows_bf16 = avx512::AttendRowsBf16,
+    .indexer_scores = avx512::IndexerScores,
+    .indexer_scores_bf16 = avx512::IndexerScoresBf16,
+    .topk_set = RadixTopKSet,
+    .gemm_fp8 = avx2::GemmFp8,
+};
+
+constexpr KernelTable kAvx512Bf16 = {
+    .level = KernelLevel::kAvx512,
+    .bf16_activations = GemmActivations::kBf16,
+    .gemm_bf16 = RoundXThen<avx512::GemmBf16, 4, 6>,
+    .gemm_f32 = avx512::GemmF32,
+    .rms_norm = avx512::RmsNorm,
+    .softmax = avx512::Softmax,
+    .rope = avx512::Rope,
+    .topk = avx512::TopK,
+    .swiglu = avx512::SwiGlu,
+    .attend = avx512::Attend,
+    .gemm_bf16_packed = RoundXThen<avx512::GemmBf16PackedFma, 0, 2>,
+    .gemm_mxfp4 = avx512::GemmMxfp4,
+    .attend_rows = avx512::AttendRows,
+    .attend_rows_bf16 = avx512::AttendRowsBf16,
+    .indexer_scores = avx512::IndexerScores,
+    .indexer_scores_bf16 = avx512::IndexerScoresBf16,
+    .topk_set = RadixTopKSet,
+    .gemm_fp8 = RoundXThen<avx2::GemmFp8, 0, 3>,
+};
+
+// AVX-512 with AVX512_BF16: the bf16 and FP8 GEMMs on vdpbf16ps (fp32 activations as three exact
+// bf16 parts).
+constexpr KernelTable kAvx512DotFp32 = {
+    .level = KernelLevel::kAvx512,
+    .bf16_activations = GemmActivations::kFp32,
+    .gemm_bf16 = avx512::GemmBf16Dot,
+    .gemm_f32 = avx512::GemmF32,
+    .rms_norm = avx512::RmsNorm,
+    .softmax = avx512::Softmax,
+    .rope = avx512::Rope,
+    .topk = avx512::TopK,
+    .swiglu = avx512::SwiGlu,
+    .attend = avx512::Attend,
+    .gemm_bf16_packed = avx512::GemmBf16PackedDot,
+    .gemm_mxfp4 = avx512::GemmMxfp4,
+    .attend_rows = avx512::AttendRows,
+    .attend_rows_bf16 = avx512::AttendRowsBf16,
+    .indexer_scores = avx512::IndexerScores,
+    .indexer_scores_bf16 = avx512::IndexerScoresBf16,
+    .topk_set = RadixTopKSet,
+    .gemm_fp8 = avx512::GemmFp8Dot,
+};
+
+// ... and with bf16 activations: one vdpbf16ps per product, the absorbed attention over a bf16
+// cache included.
+constexpr KernelTable kAvx512DotBf16 = {
+    .level = KernelLevel::kAvx512,
+    .bf16_activations = GemmActivations::kBf16,
+    .gemm_bf16 = avx512::GemmBf16DotX16,
+    .gemm_f32 = avx512::GemmF32,
+    .rms_norm = avx512::RmsNorm,
+    .softmax = avx512::Softmax,
+    .rope = avx512::Rope,
+    .topk = avx512::TopK,
+    .swiglu = avx512::SwiGlu,
+    .attend = avx512::Attend,
+    .gemm_bf16_packed = avx512::GemmBf16PackedDotX16,
+    .gemm_mxfp4 = avx512::GemmMxfp4,
+    .attend_rows = avx512::AttendRows,
+    .attend_rows_bf16 = avx512::AttendRowsBf16Dot,
+    .indexer_scores = avx512::IndexerScores,
+    .indexer_scores_bf16 = avx512::IndexerScoresBf16,
+    .topk_set = RadixTopKSet,
+    .gemm_fp8 = avx512::GemmFp8DotX16,
+};
 
 // Minimum output rows per worker before a GEMM is split (tiny GEMMs run inline).
 constexpr int64_t kMinRowsPerWorker = 16;
@@ -114,85 +257,18 @@ void ThreadedGemm(Fn fn, ThreadPool& pool, const float* x, int64_t m, int64_t k,
   });
 }
 
-// A level's fp32-activation bf16 GEMM run on x rounded to bf16 (levels without vdpbf16ps):
-// the rounding is the whole difference from GemmActivations::kFp32.
-template <const KernelTable& (*Table)()>
-void RoundXThenGemm(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y,
-                    int64_t ldy, int64_t m, int64_t n, int64_t k, GemmTiling t) {
-  thread_local std::vector<float> xr;
-  if (xr.size() < static_cast<size_t>(m * k)) xr.resize(m * k);
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < k; ++j) xr[i * k + j] = Bf16ToF32(F32ToBf16(x[i * ldx + j]));
-  }
-  Table().gemm_bf16(xr.data(), k, w, ldw, y, ldy, m, n, k, t);
-}
-
-// The same for the packed bf16 GEMM.
-template <const KernelTable& (*Table)()>
-void RoundXThenPacked(const float* x, int64_t ldx, int64_t m, const uint16_t* wp, int64_t k,
-                      int64_t r0, int64_t r1, float* y, int64_t ldy, GemmTiling t) {
-  thread_local std::vector<float> xr;
-  if (xr.size() < static_cast<size_t>(m * k)) xr.resize(m * k);
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < k; ++j) xr[i * k + j] = Bf16ToF32(F32ToBf16(x[i * ldx + j]));
-  }
-  Table().gemm_bf16_packed(xr.data(), k, m, wp, k, r0, r1, y, ldy, t);
-}
-
-// The same for the packed FP8 GEMM.
-template <const KernelTable& (*Table)()>
-void RoundXThenFp8(const float* x, int64_t ldx, int64_t m, const uint8_t* wp, const float* sp,
-                   int64_t k, int64_t r0, int64_t r1, float* y, int64_t ldy, GemmTiling t) {
-  thread_local std::vector<float> xr;
-  if (xr.size() < static_cast<size_t>(m * k)) xr.resize(m * k);
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < k; ++j) xr[i * k + j] = Bf16ToF32(F32ToBf16(x[i * ldx + j]));
-  }
-  Table().gemm_fp8(xr.data(), k, m, wp, sp, k, r0, r1, y, ldy, t);
-}
-
-const KernelTable& RefTable() { return kRefTable; }
-
-template <const KernelTable& (*Base)()>
-const KernelTable& X16Table() {
-  static const KernelTable t = [] {
-    KernelTable k = Base();
-    k.bf16_activations = GemmActivations::kBf16;
-    if (k.gemm_bf16 == avx512::GemmBf16Dot) {
-      k.gemm_bf16 = avx512::GemmBf16DotX16;
-      k.gemm_bf16_packed = avx512::GemmBf16PackedDotX16;
-    } else if (k.level == KernelLevel::kRef) {
-      k.gemm_bf16 = ref::GemmBf16X16;
-      k.gemm_bf16_packed = ref::GemmBf16PackedX16;
-    } else {
-      k.gemm_bf16 = RoundXThenGemm<Base>;
-      k.gemm_bf16_packed = RoundXThenPacked<Base>;
-    }
-    // The absorbed attention over a bf16 cache in vdpbf16ps where the CPU has it.
-    if (k.gemm_bf16 == avx512::GemmBf16DotX16) k.attend_rows_bf16 = avx512::AttendRowsBf16Dot;
-    if (k.gemm_fp8 == avx512::GemmFp8Dot) {
-      k.gemm_fp8 = avx512::GemmFp8DotX16;
-    } else if (k.level == KernelLevel::kRef) {
-      k.gemm_fp8 = ref::GemmFp8X16;
-    } else {
-      k.gemm_fp8 = RoundXThenFp8<Base>;
-    }
-    return k;
-  }();
-  return t;
-}
-
 }  // namespace
 
 const KernelTable& WithGemmActivations(const KernelTable& t, GemmActivations a) {
   const bool x16 = a == GemmActivations::kBf16;
   switch (t.level) {
     case KernelLevel::kRef:
-      return x16 ? X16Table<RefTable>() : kRefTable;
+      return x16 ? kRefBf16 : kRefFp32;
     case KernelLevel::kAvx2:
-      return x16 ? X16Table<Avx2WithMxfp4>() : Avx2WithMxfp4();
+      return x16 ? kAvx2Bf16 : kAvx2Fp32;
     case KernelLevel::kAvx512:
-      return x16 ? X16Table<Avx512WithMxfp4>() : Avx512WithMxfp4();
+      if (GetCpuFeatures().avx512bf16) return x16 ? kAvx512DotBf16 : kAvx512DotFp32;
+      return x16 ? kAvx512Bf16 : kAvx512Fp32;
   }
   return t;
 }
@@ -218,16 +294,16 @@ Result<const KernelTable*> ResolveKernels(const std::string& level,
 const KernelTable* GetKernelTable(KernelLevel level) {
   switch (level) {
     case KernelLevel::kRef:
-      return &kRefTable;
+      return &kRefFp32;
     case KernelLevel::kAvx2: {
       const CpuFeatures& f = GetCpuFeatures();
-      return f.avx2 && f.fma ? &Avx2WithMxfp4() : nullptr;
+      return f.avx2 && f.fma ? &kAvx2Fp32 : nullptr;
     }
     case KernelLevel::kAvx512: {
       // The MXFP4 kernel needs VNNI (vpdpbusd) and VBMI (vpermb decodes the nibbles).
       const CpuFeatures& f = GetCpuFeatures();
       const bool ok = f.avx512_core() && f.avx512vnni && f.avx512vbmi && f.avx2 && f.fma;
-      return ok ? &Avx512WithMxfp4() : nullptr;
+      return ok ? &WithGemmActivations(kAvx512Fp32, GemmActivations::kFp32) : nullptr;
     }
     default:
       return nullptr;

@@ -104,6 +104,34 @@ void Gemm(const float* x, int64_t ldx, const W* w, int64_t ldw, float* y, int64_
   }
 }
 
+inline float Dot(const float* a, const float* b, int64_t n) {
+  const int64_t n8 = n & ~int64_t{7};
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n8; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i < n8; i += 8)
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  float s = HorizontalSum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+inline __m256 Exp(__m256 x) { return ExpAvx2(x); }
+
+inline float HorizontalMax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+}  // namespace
+
+namespace avx2 {
+
 void GemmBf16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
               int64_t m, int64_t n, int64_t k, GemmTiling t) {
   Gemm(x, ldx, w, ldw, y, ldy, m, n, k, t);
@@ -130,30 +158,6 @@ void RmsNorm(const float* x, const float* w, float eps, int64_t n, float* y) {
     _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(w + i), v));
   }
   for (int64_t i = n8; i < n; ++i) y[i] = w[i] * (x[i] * inv);
-}
-
-inline float Dot(const float* a, const float* b, int64_t n) {
-  const int64_t n8 = n & ~int64_t{7};
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n8; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-  }
-  for (; i < n8; i += 8)
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  float s = HorizontalSum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-inline __m256 Exp(__m256 x) { return ExpAvx2(x); }
-
-inline float HorizontalMax(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
 }
 
 // The lanes past a whole number of vectors go through the scalar formula (std::exp).
@@ -270,20 +274,6 @@ void Attend(const float* qa, const float* qb, int64_t da, int64_t db, const floa
   }
 }
 
-constexpr KernelTable kAvx2Table = {
-    .level = KernelLevel::kAvx2,
-    .gemm_bf16 = GemmBf16,
-    .gemm_f32 = GemmF32,
-    .rms_norm = RmsNorm,
-    .softmax = Softmax,
-    .rope = Rope,
-    .topk = TopK,
-    .swiglu = SwiGlu,
-    .attend = Attend,
-};
-
-}  // namespace
-
-const KernelTable& Avx2KernelTable() { return kAvx2Table; }
+}  // namespace avx2
 
 }  // namespace mx

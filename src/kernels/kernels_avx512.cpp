@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/scratch.h"
 #include "kernels/bf16_split_avx512.h"
 
 namespace mx {
@@ -43,19 +44,14 @@ inline void Store(uint16_t* p, __m256bh v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), reinterpret_cast<const __m256i&>(v));
 }
 
-// Grows v to n elements without clearing what it holds (the caller writes all of them).
-inline void Fit(std::vector<uint16_t>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-}
-
 template <int P>
 SplitX& Split(const float* x, int64_t ldx, int64_t m, int64_t k) {
   thread_local SplitX s;
   s.k32 = (k + kChunk - 1) / kChunk * kChunk;
-  Fit(s.hi, m * s.k32);
+  Grow(s.hi, m * s.k32);
   if constexpr (P == 3) {
-    Fit(s.mid, m * s.k32);
-    Fit(s.lo, m * s.k32);
+    Grow(s.mid, m * s.k32);
+    Grow(s.lo, m * s.k32);
   }
   for (int64_t i = 0; i < m; ++i) {
     const float* xr = x + i * ldx;

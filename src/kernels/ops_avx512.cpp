@@ -92,6 +92,25 @@ void Gemm(const float* x, int64_t ldx, const W* w, int64_t ldw, float* y, int64_
   }
 }
 
+inline float Dot(const float* a, const float* b, int64_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 mk = TailMask(n - i);
+    acc0 =
+        _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, a + i), _mm512_maskz_loadu_ps(mk, b + i), acc0);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+}  // namespace
+
+namespace avx512 {
+
 void GemmBf16(const float* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
               int64_t m, int64_t n, int64_t k, GemmTiling t) {
   Gemm(x, ldx, w, ldw, y, ldy, m, n, k, t);
@@ -215,21 +234,6 @@ void TopK(const float* scores, int64_t n, int64_t k, int32_t* out) {
   heap.Write(out);
 }
 
-inline float Dot(const float* a, const float* b, int64_t n) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
-  }
-  for (; i < n; i += 16) {
-    const __mmask16 mk = TailMask(n - i);
-    acc0 =
-        _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, a + i), _mm512_maskz_loadu_ps(mk, b + i), acc0);
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-}
-
 // Scores by 16-lane dots, the vector softmax, then out = Σ p_t · v[t] in blocks of 128 output
 // values held in eight registers across all positions (each v row is read once per block).
 void Attend(const float* qa, const float* qb, int64_t da, int64_t db, const float* const* ka,
@@ -259,20 +263,6 @@ void Attend(const float* qa, const float* qb, int64_t da, int64_t db, const floa
   }
 }
 
-constexpr KernelTable kAvx512Table = {
-    .level = KernelLevel::kAvx512,
-    .gemm_bf16 = GemmBf16,
-    .gemm_f32 = GemmF32,
-    .rms_norm = RmsNorm,
-    .softmax = Softmax,
-    .rope = Rope,
-    .topk = TopK,
-    .swiglu = SwiGlu,
-    .attend = Attend,
-};
-
-}  // namespace
-
-const KernelTable& Avx512KernelTable() { return kAvx512Table; }
+}  // namespace avx512
 
 }  // namespace mx

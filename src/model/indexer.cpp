@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "base/scratch.h"
 #include "kernels/attention_kernels.h"
-#include "model/scratch.h"
 
 namespace mx {
 

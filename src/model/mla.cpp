@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "base/check.h"
-#include "model/scratch.h"
+#include "base/scratch.h"
 
 namespace mx {
 

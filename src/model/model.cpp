@@ -8,12 +8,12 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "base/scratch.h"
 #include "model/indexer.h"
 #include "model/kv_scales.h"
 #include "model/layer_context.h"
 #include "model/mla.h"
 #include "model/moe.h"
-#include "model/scratch.h"
 #include "parallel/communicator.h"
 
 namespace mx {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/scratch.h"
 #include "kernels/mxfp4.h"
-#include "model/scratch.h"
 #include "model/weight_format.h"
 
 namespace mx {

@@ -30,12 +30,12 @@ struct Job {
   bool mx;  // Q8 activations: MXFP4 weights (the shared expert may be bf16 when routed are MXFP4)
 };
 
-// The runner's working memory, kept per calling thread across calls (allocated once at the
-// largest batch, never zeroed: every element is written before it is read), so a forward step
-// does not allocate, fault in and clear ~100 MB per MoE layer.
+// The runner's working memory, kept per calling thread across calls (grown once to the largest
+// batch, base/scratch.h: every element is written before it is read), so a forward step does
+// not allocate, fault in and clear ~100 MB per MoE layer.
 struct Workspace {
-  ScratchBuffer<float> x, g, u, y;
-  ScratchBuffer<BlockQ8> xq, hq;
+  std::vector<float> x, g, u, y;
+  std::vector<BlockQ8> xq, hq;
 };
 
 // The activations of one job: fp32 rows, and their Q8 blocks for an MXFP4 weight.
@@ -72,15 +72,15 @@ class ExpertRunner {
               static_cast<int64_t>(er.rows.size()));
     }
     if (w.has_shared) AddJobs(&w.shared_experts, shared_rows_.data(), nullptr, T);
-    x_ = ws_->x.Get(R_ * D_);
-    y_ = ws_->y.Get(R_ * D_);
+    x_ = Grow(ws_->x, R_ * D_);
+    y_ = Grow(ws_->y, R_ * D_);
     if (cfg.split != MoeSplit::kColumns || cfg.fuse_gate_up) {  // the plain path has its own
-      g_ = ws_->g.Get(G_);
-      u_ = ws_->u.Get(G_);
+      g_ = Grow(ws_->g, G_);
+      u_ = Grow(ws_->u, G_);
     }
     if (mx_) {
-      xq_ = ws_->xq.Get(R_ * (D_ / 32));
-      hq_ = ws_->hq.Get(G_ / 32);
+      xq_ = Grow(ws_->xq, R_ * (D_ / 32));
+      hq_ = Grow(ws_->hq, G_ / 32);
     }
     // Gathered in parallel: at prefill sizes this copy is ~R·D·4 bytes (tens of MB).
     pool_.parallel_for(0, static_cast<int64_t>(jobs_.size()), [&](int64_t lo, int64_t hi, int) {

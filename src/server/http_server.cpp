@@ -27,6 +27,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/mutex.h"
+#include "base/strings.h"
 
 namespace mx::server {
 
@@ -91,12 +92,6 @@ bool IEquals(std::string_view a, std::string_view b) {
   return true;
 }
 
-std::string Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return std::string(s);
-}
-
 struct HttpRefusal {
   int status;
   std::string message;
@@ -131,7 +126,7 @@ std::optional<HttpRefusal> CheckHead(const Header& msg, const HttpLimits& l) {
                        fmt::format("more than {} header fields (--max-headers)", l.max_headers),
                        "request_header_too_large"};
   }
-  const std::string encoding = Trim(msg[bhttp::field::content_encoding]);
+  const std::string_view encoding = Trim(msg[bhttp::field::content_encoding]);
   if (!encoding.empty() && !IEquals(encoding, "identity")) {
     return HttpRefusal{415,
                        fmt::format("Content-Encoding '{}' is not accepted; send the body "

@@ -66,7 +66,7 @@ struct ParsedRequest {
 // Upper bounds the server enforces on every request.
 struct RequestLimits {
   int max_n = 16;
-  int max_top_logprobs = 20;
+  int max_top_logprobs = kMaxTopLogprobs;  // engine/engine.h
   int max_stop = 16;
   int max_json_depth = 256;  // nesting of arrays and objects in a request body
 };

@@ -29,6 +29,19 @@ std::optional<ApiError> Completion(const std::string& body, ParsedRequest* out =
 
 const char* kMsgs = R"("messages":[{"role":"user","content":"hi"}])";
 
+TEST(RequestParse, TopLogprobsLimitIsTheEnginesOwn) {
+  const auto body = [](int n) {
+    return std::string("{") + kMsgs + R"(,"logprobs":true,"top_logprobs":)" + std::to_string(n) +
+           "}";
+  };
+  ParsedRequest r;
+  EXPECT_FALSE(Chat(body(kMaxTopLogprobs), &r));
+  EXPECT_EQ(r.gen.top_logprobs, kMaxTopLogprobs);
+  auto e = Chat(body(kMaxTopLogprobs + 1));
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "top_logprobs");
+}
+
 TEST(RequestParse, ChatFieldsMapToNative) {
   ParsedRequest r;
   auto e = Chat(std::string("{") + kMsgs +

@@ -412,13 +412,7 @@ TEST(Server, QueueFullIs429WithRetryAfter) {
   std::thread slow([&] { h.Post("/v1/completions", R"({"prompt":"1","max_tokens":5})"); });
   // Wait (not sleep a fixed time) until the slow request holds the only slot: on a loaded
   // host the first request may take a while to reach the engine.
-  for (int i = 0; i < 1000; ++i) {
-    {
-      std::lock_guard<std::mutex> lock(h.shared->mu);
-      if (h.shared->active >= 1) break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  ASSERT_TRUE(h.WaitUntilRunning());
   httplib::Client c2("127.0.0.1", h.server->port());
   auto r = c2.Post("/v1/completions", R"({"prompt":"2","max_tokens":5})", "application/json");
   ASSERT_TRUE(r);
@@ -441,9 +435,7 @@ void StreamAndHangUp(int port, const std::string& body, const std::function<bool
       "Content-Length: " +
       std::to_string(body.size()) + "\r\n\r\n" + body;
   ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
-  for (int i = 0; i < 2000 && !started(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  WaitFor(started, kWaitTimeout, "the response's first bytes");
   close(fd);
 }
 
@@ -465,7 +457,7 @@ TEST(Server, DisconnectAbortsWithinASoonStep) {
       std::lock_guard<std::mutex> lock(h.shared->mu);
       return h.shared->aborted != before || h.shared->finished != finished_before;
     };
-    while (!ended()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_TRUE(WaitFor(ended, kWaitTimeout, "the request's abort or end"));
     EXPECT_EQ(h.shared->aborted, before + 1) << "stream=" << stream;
     EXPECT_EQ(h.shared->finished, finished_before) << "the request ran to its end";
     std::string metrics = h.client->Get("/metrics")->body;
@@ -515,17 +507,6 @@ std::thread StreamCompletion(Harness& h, std::string* body, bool keep_alive) {
   });
 }
 
-// Polls (not a fixed sleep) until the fake engine runs a request.
-void WaitUntilStreaming(Harness& h) {
-  for (int i = 0; i < 1000; ++i) {
-    {
-      std::lock_guard<std::mutex> lock(h.shared->mu);
-      if (h.shared->active >= 1) return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-}
-
 TEST(Server, ShutdownDrainsRunningStreams) {
   ServerOptions o;
   o.shutdown_timeout = std::chrono::milliseconds(5000);
@@ -534,7 +515,7 @@ TEST(Server, ShutdownDrainsRunningStreams) {
   ASSERT_EQ(h->client->Get("/health")->status, 200);
   std::string body;
   std::thread t = StreamCompletion(*h, &body, /*keep_alive=*/false);
-  WaitUntilStreaming(*h);
+  ASSERT_TRUE(h->WaitUntilRunning());
   h->server->Shutdown();
   t.join();
   auto data = SseData(body);
@@ -558,7 +539,7 @@ TEST(Server, ShutdownEndsIdleKeepAliveConnectionsAtOnce) {
   ASSERT_EQ(h->client->Get("/health")->status, 200);
   std::string body;
   std::thread t = StreamCompletion(*h, &body, /*keep_alive=*/true);
-  WaitUntilStreaming(*h);
+  ASSERT_TRUE(h->WaitUntilRunning());
   httplib::Client idle("127.0.0.1", h->server->port());
   idle.set_keep_alive(true);
   ASSERT_EQ(idle.Get("/v1/models")->status, 200);  // its connection stays open, idle

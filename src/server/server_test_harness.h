@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "base/wait_test_util.h"
 #include "server/fake_engine_test_util.h"
 #include "server/server.h"
 
@@ -64,6 +65,15 @@ struct Harness {
   ~Harness() {
     server->Shutdown();
     if (thread.joinable()) thread.join();
+  }
+  // Waits until the fake engine runs `n` requests (fails the test if that never happens).
+  bool WaitUntilRunning(int64_t n = 1) {
+    return WaitFor(
+        [&] {
+          std::lock_guard<std::mutex> lock(shared->mu);
+          return shared->active >= n;
+        },
+        kWaitTimeout, "the fake engine running a request");
   }
   httplib::Result Post(const std::string& path, const std::string& body, httplib::Headers h = {}) {
     return client->Post(path.c_str(), h, body, "application/json");

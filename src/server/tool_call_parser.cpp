@@ -1,6 +1,7 @@
 // Incremental GLM tool-call parser.
 #include "server/tool_call_parser.h"
 
+#include "base/strings.h"
 #include "server/api_error.h"
 #include "server/reasoning_parser.h"
 
@@ -14,15 +15,9 @@ constexpr std::string_view kKeyClose = "</arg_key>";
 constexpr std::string_view kValOpen = "<arg_value>";
 constexpr std::string_view kValClose = "</arg_value>";
 
-std::string_view Trim(std::string_view s) {
-  const char* ws = " \t\r\n";
-  size_t b = s.find_first_not_of(ws);
-  if (b == std::string_view::npos) return {};
-  size_t e = s.find_last_not_of(ws);
-  return s.substr(b, e - b + 1);
-}
+constexpr std::string_view kSpace = " \t\r\n";
 
-bool IsSpace(std::string_view s) { return Trim(s).empty(); }
+bool IsSpace(std::string_view s) { return Trim(s, kSpace).empty(); }
 
 }  // namespace
 
@@ -31,7 +26,7 @@ ToolCallParser::ToolCallParser(const nlohmann::ordered_json& tools) : tools_(too
 ParsedToolCall ToolCallParser::ParseBody(std::string_view body) const {
   ParsedToolCall call;
   size_t k = body.find(kKeyOpen);
-  call.name = std::string(Trim(body.substr(0, k)));
+  call.name = std::string(Trim(body.substr(0, k), kSpace));
   // The schema of this tool's parameters, for argument types.
   const nlohmann::ordered_json* props = nullptr;
   if (tools_.is_array()) {
@@ -50,7 +45,7 @@ ParsedToolCall ToolCallParser::ParseBody(std::string_view body) const {
   while (k != std::string_view::npos) {
     size_t kend = body.find(kKeyClose, k);
     if (kend == std::string_view::npos) break;
-    std::string key(Trim(body.substr(k + kKeyOpen.size(), kend - k - kKeyOpen.size())));
+    std::string key(Trim(body.substr(k + kKeyOpen.size(), kend - k - kKeyOpen.size()), kSpace));
     size_t v = body.find(kValOpen, kend);
     if (v == std::string_view::npos) break;
     size_t vend = body.find(kValClose, v);

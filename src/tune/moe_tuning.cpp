@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/log.h"
+#include "base/strings.h"
 
 namespace mx {
 
@@ -104,12 +105,6 @@ nlohmann::ordered_json ConfigJson(const MoeKernelConfig& c) {
           {"token_tile", c.token_tile}};
 }
 
-std::string Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return std::string(s);
-}
-
 }  // namespace
 
 std::string MoeShapeName(const MoeShape& s) {
@@ -134,8 +129,8 @@ Result<MoeShape> ParseMoeShape(std::string_view spec) {
     if (eq == std::string::npos) {
       return InvalidArgument("--shape '{}': '{}' is not key=value", spec, Trim(item));
     }
-    const std::string key = Trim(std::string_view(item).substr(0, eq));
-    const std::string val = Trim(std::string_view(item).substr(eq + 1));
+    const std::string key(Trim(std::string_view(item).substr(0, eq)));
+    const std::string val(Trim(std::string_view(item).substr(eq + 1)));
     int64_t v = 0;
     size_t used = 0;
     try {

@@ -1,4 +1,6 @@
-"""Byte-level BPE (GPT-2 / GLM style): training, HF tokenizer.json export, encode/decode.
+"""Byte-level BPE (GPT-2 / GLM style) for the bundled model's tokenizer: training and HF
+tokenizer.json export. Encoding and decoding are tools/bpe_reference.py's `RefTokenizer`, the
+tools' one BPE (`Tokenizer` below).
 
 Vocabulary layout produced by `train`:
   ids 0..255          single bytes; id b is the byte b, spelled with the GPT-2 bytes_to_unicode map
@@ -11,17 +13,21 @@ then map each piece's UTF-8 bytes through bytes_to_unicode. Special tokens are m
 literally before pre-tokenization (longest first).
 
 Training is deterministic: at each step the most frequent adjacent pair is merged; ties are
-broken by the smaller (left id, right id) pair.
+broken by the smaller (left id, right id) pair. (bpe_reference.py's own `train_bpe`, which makes
+the tokenizer tests' fixtures, breaks ties by the pair's strings; each defines committed files.)
 """
 
 import heapq
-import json
+import os
+import sys
 from collections import Counter, defaultdict
 
 import regex
 
-GLM_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
-             r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bpe_reference import BYTE_TO_CHAR as B2U  # noqa: E402
+from bpe_reference import GLM_PATTERN as GLM_REGEX  # noqa: E402
+from bpe_reference import RefTokenizer as Tokenizer  # noqa: E402,F401
 
 SPECIAL_TOKENS = [
     "<|endoftext|>", "[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>",
@@ -31,24 +37,6 @@ SPECIAL_TOKENS = [
 ]
 
 _PAT = regex.compile(GLM_REGEX)
-
-
-def bytes_to_unicode():
-    """GPT-2's reversible byte -> printable unicode character map."""
-    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
-          + list(range(ord("®"), ord("ÿ") + 1)))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
-
-
-B2U = bytes_to_unicode()
-U2B = {v: k for k, v in B2U.items()}
 
 
 def pretokenize(text):
@@ -145,61 +133,3 @@ def build_tokenizer_json(merges, specials=SPECIAL_TOKENS):
                   "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
                   "vocab": vocab, "merges": merge_strs},
     }
-
-
-class Tokenizer:
-    """Encoder/decoder for a byte-level BPE tokenizer.json (this layout or GPT-2-like ones)."""
-
-    def __init__(self, tj):
-        if isinstance(tj, str):
-            with open(tj, encoding="utf-8") as f:
-                tj = json.load(f)
-        m = tj["model"]
-        self.vocab = dict(m["vocab"])
-        merges = [tuple(x.split(" ")) if isinstance(x, str) else tuple(x) for x in m["merges"]]
-        self.ranks = {p: r for r, p in enumerate(merges)}
-        self.added = {a["content"]: a["id"] for a in tj.get("added_tokens", [])}
-        self.id_to_str = {i: s for s, i in self.vocab.items()}
-        self.id_to_str.update({i: s for s, i in self.added.items()})
-        self.special_ids = {a["id"] for a in tj.get("added_tokens", []) if a.get("special")}
-        alts = sorted(self.added, key=len, reverse=True)
-        self._split = regex.compile("(" + "|".join(regex.escape(a) for a in alts) + ")") \
-            if alts else None
-        self.vocab_size = max(self.id_to_str) + 1
-
-    def _bpe(self, piece):
-        parts = [B2U[b] for b in piece.encode("utf-8")]
-        while len(parts) > 1:
-            best, bi = None, -1
-            for i in range(len(parts) - 1):
-                r = self.ranks.get((parts[i], parts[i + 1]))
-                if r is not None and (best is None or r < best):
-                    best, bi = r, i
-            if best is None:
-                break
-            parts[bi:bi + 2] = [parts[bi] + parts[bi + 1]]
-        return [self.vocab[p] for p in parts]
-
-    def encode(self, text):
-        ids = []
-        chunks = self._split.split(text) if self._split else [text]
-        for chunk in chunks:
-            if not chunk:
-                continue
-            if chunk in self.added:
-                ids.append(self.added[chunk])
-                continue
-            for piece in pretokenize(chunk):
-                ids.extend(self._bpe(piece))
-        return ids
-
-    def decode(self, ids, skip_special=False):
-        out = bytearray()
-        for i in ids:
-            s = self.id_to_str[int(i)]
-            if int(i) in self.added.values():
-                if not skip_special:
-                    out += s.encode("utf-8")
-            else:
-                out += bytes(U2B[ch] for ch in s)
-        return out.decode("utf-8", errors="replace")
