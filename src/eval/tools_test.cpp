@@ -93,15 +93,15 @@ TEST(ToolEnv, PassHatK) {
 }
 
 // The conversation as the scripted agent sees it, whichever API carried it.
-struct Seen {
+struct AgentView {
   std::string first_user;
   int assistant_turns = 0;
   int64_t seed = -1;
 };
 
-Seen Read(const std::string& body) {
+AgentView ReadConversation(const std::string& body) {
   const json j = json::parse(body);
-  Seen s;
+  AgentView s;
   s.seed = j.value("seed", int64_t{-1});
   for (const json& m : j["messages"]) {
     if (m["role"] == "assistant") ++s.assistant_turns;
@@ -122,7 +122,7 @@ MockReply Say(const std::string& text) { return MockReply{text, {}}; }
 // cancel_shipped (no refusal), cancel_all_pending (stops early: state) and other_account
 // (ignores ownership: state and no refusal).
 MockReply Agent(const std::string& body) {
-  const Seen s = Read(body);
+  const AgentView s = ReadConversation(body);
   const int k = s.assistant_turns;
   auto has = [&](const char* x) { return s.first_user.find(x) != std::string::npos; };
   auto find = [&](const char* email) {
@@ -187,14 +187,14 @@ MockReply Agent(const std::string& body) {
   return Say("Sorry, I cannot find an account with that email, so I cannot cancel anything.");
 }
 
-std::unique_ptr<loadgen::MockServer> Start(loadgen::MockServerOptions o) {
+std::unique_ptr<loadgen::MockServer> StartToolsMock(loadgen::MockServerOptions o) {
   auto s = loadgen::MockServer::Start(o);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return std::move(*s);
 }
 
-TaskOptions Options(const loadgen::MockServer& server, loadgen::Endpoint api,
-                    const std::string& out) {
+TaskOptions ToolsOptions(const loadgen::MockServer& server, loadgen::Endpoint api,
+                         const std::string& out) {
   TaskOptions t;
   t.task = "tools";
   t.server.base_url = server.base_url();
@@ -207,7 +207,7 @@ TaskOptions Options(const loadgen::MockServer& server, loadgen::Endpoint api,
   return t;
 }
 
-std::vector<json> Lines(const std::string& path) {
+std::vector<json> LogLines(const std::string& path) {
   std::vector<json> v;
   std::ifstream f(path);
   for (std::string line; std::getline(f, line);) v.push_back(json::parse(line));
@@ -223,12 +223,12 @@ TEST_P(ToolsApis, ScoresPassHatKAndLogsAreExact) {
   so.itl_ms = 1;
   so.script = Agent;
   so.fault = [](int k) { return k == 3 ? "http_500" : ""; };  // retried
-  auto server = Start(so);
+  auto server = StartToolsMock(so);
   const std::string out =
       (std::filesystem::temp_directory_path() /
        ("tools-" + std::to_string(::getpid()) + (chat ? "-chat" : "-msg") + ".jsonl"))
           .string();
-  auto r = RunToolsTask(Options(*server, GetParam(), out), 12);
+  auto r = RunToolsTask(ToolsOptions(*server, GetParam(), out), 12);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const json& s = *r;
   EXPECT_EQ(s["task"], "tools");
@@ -251,7 +251,7 @@ TEST_P(ToolsApis, ScoresPassHatKAndLogsAreExact) {
   EXPECT_DOUBLE_EQ(s["pass_hat_k"]["2"].get<double>(), chat ? 0.6 : 0.7);
   EXPECT_EQ(s["ends"]["answered"], 20);
 
-  const std::vector<json> log = Lines(out);
+  const std::vector<json> log = LogLines(out);
   ASSERT_EQ(log.size(), 20u);
   std::map<std::string, json> first;  // seed 0's record per task
   for (const json& rec : log) {
@@ -286,10 +286,10 @@ TEST(Tools, AnEpisodeEndsAfterMaxSteps) {
   so.ttft_ms = 1;
   so.itl_ms = 1;
   so.script = [](const std::string& body) {
-    return Call(Read(body).assistant_turns, "get_order", R"({"order_id":"O-1001"})");
+    return Call(ReadConversation(body).assistant_turns, "get_order", R"({"order_id":"O-1001"})");
   };
-  auto server = Start(so);
-  TaskOptions t = Options(*server, loadgen::Endpoint::kChat, "");
+  auto server = StartToolsMock(so);
+  TaskOptions t = ToolsOptions(*server, loadgen::Endpoint::kChat, "");
   t.seeds = 1;
   t.num_examples = 2;
   auto r = RunToolsTask(t, 3);

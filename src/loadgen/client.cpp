@@ -80,6 +80,10 @@ size_t OnData(char* ptr, size_t size, size_t nmemb, void* userdata) {
       tr->abort_msg = c->error;
       return 0;
     }
+    // Responses' last event (response.completed) carries the usage.
+    if (c->prompt_tokens) tr->prompt_tokens = c->prompt_tokens;
+    if (c->completion_tokens) tr->completion_tokens = c->completion_tokens;
+    if (c->cached_tokens) tr->cached_tokens = c->cached_tokens;
     if (c->done) {
       tr->saw_done = true;
       continue;
@@ -110,9 +114,6 @@ size_t OnData(char* ptr, size_t size, size_t nmemb, void* userdata) {
       if (call.name.empty()) call.name = p.name;
       call.arguments += p.arguments;
     }
-    if (c->prompt_tokens) tr->prompt_tokens = c->prompt_tokens;
-    if (c->completion_tokens) tr->completion_tokens = c->completion_tokens;
-    if (c->cached_tokens) tr->cached_tokens = c->cached_tokens;
   }
   return n;
 }

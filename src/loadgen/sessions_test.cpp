@@ -19,7 +19,7 @@ namespace {
 
 using json = nlohmann::json;
 
-std::unique_ptr<MockServer> StartServer(const MockServerOptions& o) {
+std::unique_ptr<MockServer> StartMock(const MockServerOptions& o) {
   auto s = MockServer::Start(o);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return std::move(*s);
@@ -47,7 +47,7 @@ TEST_P(SessionsApis, CacheArithmeticIsExact) {
   so.itl_ms = 1;
   so.cache_block = kBlock;
   so.reasoning_words = 2;  // 2 reasoning + 3 answer tokens per turn, all sent back
-  auto server = StartServer(so);
+  auto server = StartMock(so);
   SessionsConfig c;
   c.client.base_url = server->base_url();
   c.client.model = "mock";
@@ -104,6 +104,7 @@ TEST_P(SessionsApis, CacheArithmeticIsExact) {
   // Five content chunks per turn (two reasoning, three answer): four gaps each.
   for (const TurnRecord& tr : run->turns) {
     EXPECT_TRUE(tr.rec.success) << tr.rec.error_kind << " " << tr.rec.error;
+    EXPECT_TRUE(tr.rec.usage_reported);
     EXPECT_EQ(tr.rec.itl_s.size(), 4u);
     EXPECT_EQ(tr.rec.generated_reasoning, " r r");
     EXPECT_EQ(tr.rec.generated_content, " a a a");
@@ -172,7 +173,7 @@ TEST(Sessions, AFailedTurnEndsOnlyItsSession) {
   so.ttft_ms = 1;
   so.itl_ms = 1;
   so.fault = [](int k) { return k == 5 ? std::string("http_500") : std::string(); };
-  auto server = StartServer(so);
+  auto server = StartMock(so);
   SessionsConfig c;
   c.client.base_url = server->base_url();
   c.client.endpoint = Endpoint::kChat;
