@@ -1,8 +1,9 @@
-// `mxserve bench serve|sweep|single-stream|mock-server`: the load benchmark of any
+// `mxserve bench serve|sweep|single-stream|sessions|mock-server`: the load benchmark of any
 // OpenAI-compatible server (mxserve serve, sglang, vLLM), with sglang/vLLM flag names and
-// result fields. The client, metrics and reports live in src/loadgen; this file maps flags to
-// them, applies presets and --scale, and prints. `mxserve bench offline` (the model itself,
-// llama-bench style) is in bench_offline.cpp.
+// result fields; `sessions` also speaks Anthropic Messages and OpenAI Responses. The client,
+// metrics and reports live in src/loadgen; this file maps flags to them, applies presets and
+// --scale, and prints. `mxserve bench offline` (the model itself, llama-bench style) is in
+// bench_offline.cpp.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@
 #include "loadgen/mock_server.h"
 #include "loadgen/report.h"
 #include "loadgen/serve_bench.h"
+#include "loadgen/sessions.h"
 #include "loadgen/single_stream.h"
 #include "loadgen/sweep.h"
 #include "tokenizer/tokenizer.h"
@@ -78,6 +80,13 @@ struct BenchArgs {
   int output_len = 1500;
   int runs = 5;
   std::string corpus_dir = "/usr/share/common-licenses";
+  // sessions
+  SessionSpec sessions;
+  std::string api = "chat";
+  double think_time_ms = 0;
+  bool no_warm_system = false;
+  bool no_ignore_eos = false;
+  std::string sessions_html_file = "bench-sessions.html";
   // mock-server
   MockServerOptions mock;
 };
@@ -406,6 +415,95 @@ int RunSingle(BenchArgs& a, CLI::App* sub) {
   return r.failed == static_cast<int>(r.runs.size()) ? 1 : 0;
 }
 
+// `agent-coding`: a coding agent's trace shape. A 3,000-token system prompt (instructions and
+// tool schemas, the same for every session) and a 1,000-token task make the first turn 4k;
+// each later turn adds the reply (up to 300 tokens) and a tool result (a file or a command's
+// output, 1,250-2,500 tokens), so ten turns reach about 25k; half a second of tool time
+// between turns; four sessions at once. --scale multiplies the lengths.
+Status ApplySessionsPreset(BenchArgs& a, const Seen& seen) {
+  SessionSpec& s = a.sessions;
+  if (a.preset == "agent-coding") {
+    if (!seen("--sessions")) s.sessions = 4;
+    if (!seen("--turns")) s.turns = 10;
+    if (!seen("--system-len")) s.system_len = 3000;
+    if (!seen("--first-user-len")) s.first_user_len = 1000;
+    if (!seen("--tool-result-len")) s.tool_result_len = 2500;
+    if (!seen("--range-ratio")) s.range_ratio = 0.5;
+    if (!seen("--output-len")) s.output_len = 300;
+    if (!seen("--think-time-ms")) a.think_time_ms = 500;
+  } else if (!a.preset.empty()) {
+    return InvalidArgument("--preset {}: unknown (agent-coding)", a.preset);
+  }
+  if (!(a.scale > 0)) return InvalidArgument("--scale {} must be > 0", a.scale);
+  if (a.scale != 1.0) {
+    auto sc = [&](int& v, int lo) { v = std::max(lo, static_cast<int>(std::lround(v * a.scale))); };
+    sc(s.system_len, 0);
+    sc(s.first_user_len, 1);
+    sc(s.tool_result_len, 1);
+    sc(s.output_len, 1);
+  }
+  s.think_time_s = a.think_time_ms * 1e-3;
+  s.warm_system = !a.no_warm_system;
+  s.ignore_eos = !a.no_ignore_eos;
+  s.seed = a.seed;
+  return Status::Ok();
+}
+
+int RunSessionsCmd(BenchArgs& a, CLI::App* sub, const std::string& command) {
+  if (auto st = ApplySessionsPreset(a, Seen{sub}); !st.ok()) return Fail(st.message());
+  SessionsConfig c;
+  if (a.api == "chat") {
+    c.client.endpoint = Endpoint::kChat;
+  } else if (a.api == "messages") {
+    c.client.endpoint = Endpoint::kMessages;
+  } else if (a.api == "responses") {
+    c.client.endpoint = Endpoint::kResponses;
+  } else {
+    return Fail(fmt::format("--api {}: expected chat, messages or responses", a.api));
+  }
+  if (auto st = ValidateSpec(a.sessions); !st.ok()) return Fail(st.message());
+  auto tok = LoadTokenizer(a.tokenizer);
+  if (!tok.ok()) return Fail(tok.status().message());
+  c.client.base_url = a.base_url;
+  c.client.model = a.model;
+  c.client.api_key = a.api_key;
+  c.client.request_timeout_s = a.request_timeout_s;
+  c.client.idle_timeout_s = a.idle_timeout_s;
+  c.spec = a.sessions;
+  c.tokenizer = tok->get();
+  if (isatty(STDERR_FILENO)) {
+    c.progress = [](int turns, int total, int sessions_done, int failed, double t) {
+      std::fprintf(stderr, "\r\033[K[sessions] %d/%d turns, %d sessions done, %d failed, %.1f s%s",
+                   turns, total, sessions_done, failed, t, turns >= total ? "\n" : "");
+      std::fflush(stderr);
+    };
+  }
+  RaiseFdLimit();
+  auto run = RunSessions(c);
+  if (!run.ok()) return Fail(run.status().message());
+  SessionsReport r = SummarizeSessions(*run);
+  r.spec = c.spec;
+  r.api = a.api;
+  r.base_url = a.base_url;
+  r.model = a.model;
+  r.command = command;
+  r.title = fmt::format("mxserve bench sessions: {} sessions x {} turns, {} API, {}",
+                        c.spec.sessions, c.spec.turns, a.api, a.model);
+  std::printf("%s", SessionsTable(r).c_str());
+  if (!a.output_file.empty()) {
+    nlohmann::json j = SessionsJson(r);
+    j["tag"] = a.tag;
+    if (auto st = AppendJsonLine(a.output_file, j); !st.ok()) return Fail(st.message());
+  }
+  if (!a.sessions_html_file.empty()) {
+    if (auto st = WriteFile(a.sessions_html_file, SessionsHtml(r)); !st.ok()) {
+      return Fail(st.message());
+    }
+    std::fprintf(stderr, "wrote %s\n", a.sessions_html_file.c_str());
+  }
+  return r.completed_sessions == 0 ? 1 : 0;
+}
+
 int RunMock(BenchArgs& a) {
   RaiseFdLimit();
   auto tok = LoadTokenizer(a.tokenizer);
@@ -459,6 +557,45 @@ VerbRun SetupBench(CLI::App& app) {
   single->add_option("--scale", a->scale, "multiply lengths");
   single->add_option("--request-timeout", a->request_timeout_s, "seconds per request (0 = none)");
 
+  auto* ses = bench->add_subcommand(
+      "sessions", "Multi-turn agent sessions in parallel: per-turn TTFT, ITL, cache hits");
+  SessionSpec& sp = a->sessions;
+  ses->add_option("--base-url", a->base_url, "server URL (default http://127.0.0.1:30000)");
+  ses->add_option("--model", a->model, "model name sent in requests");
+  ses->add_option("--api", a->api, "chat (default) | messages (Anthropic) | responses (OpenAI)");
+  ses->add_option("--api-key", a->api_key, "sent as a Bearer token and as x-api-key");
+  ses->add_option("--tokenizer", a->tokenizer,
+                  "MODEL_DIR or tokenizer.json: texts of exact token lengths, counts in tokens");
+  ses->add_option("--request-timeout", a->request_timeout_s, "seconds per turn (0 = none)");
+  ses->add_option("--idle-timeout", a->idle_timeout_s,
+                  "seconds a turn may go without a byte from the server (default 120; 0 = none)")
+      ->check(CLI::NonNegativeNumber);
+  ses->add_option("--sessions", sp.sessions,
+                  fmt::format("sessions in parallel (default 8, at most {})", kMaxSessions));
+  ses->add_option("--turns", sp.turns,
+                  fmt::format("turns per session (default 8, at most {})", kMaxTurns));
+  ses->add_option("--system-len", sp.system_len,
+                  "system prompt tokens, shared by all sessions (default 2000)");
+  ses->add_option("--first-user-len", sp.first_user_len, "the first user turn (default 1000)");
+  ses->add_option("--tool-result-len", sp.tool_result_len,
+                  "each later turn's tool result (default 2500)");
+  ses->add_option("--range-ratio", sp.range_ratio,
+                  "tool results uniform in [L*r, L]; 1 = exact (default)");
+  ses->add_option("--output-len", sp.output_len, "max tokens per turn (default 256)");
+  ses->add_option("--think-time-ms", a->think_time_ms,
+                  "between a reply and the next turn (the tool running; default 0)");
+  ses->add_flag("--no-ignore-eos", a->no_ignore_eos,
+                "chat: let the model stop early (default: ignore_eos, exact lengths)");
+  ses->add_flag("--no-warm-system", a->no_warm_system,
+                "do not send the system prompt once before measuring");
+  ses->add_option("--seed", a->seed, "text seed");
+  ses->add_option("--preset", a->preset, "agent-coding");
+  ses->add_option("--scale", a->scale, "multiply the lengths (quick reproductions)");
+  ses->add_option("--output-file", a->output_file, "append one JSON line per run");
+  ses->add_option("--html-file", a->sessions_html_file,
+                  "self-contained HTML report (default bench-sessions.html; '' = none)");
+  ses->add_option("--tag", a->tag, "free text stored in the JSON");
+
   auto* mock =
       bench->add_subcommand("mock-server", "A scripted OpenAI-compatible server for trials");
   mock->add_option("--host", a->mock.host, "bind address");
@@ -472,20 +609,23 @@ VerbRun SetupBench(CLI::App& app) {
   mock->add_option("--cache-block", a->mock.cache_block, "prefix-cache block (0 = no cache)");
   mock->add_option("--threads", a->mock.threads, "connection threads");
   mock->add_option("--tokenizer", a->tokenizer, "count text prompts with this tokenizer");
+  mock->add_option("--reasoning-words", a->mock.reasoning_words,
+                   "reasoning tokens streamed before each chat/messages/responses answer");
 
   VerbRun offline = SetupBenchOffline(*bench);
   CLI::App* offline_cmd = bench->get_subcommand("offline");
 
-  return [a, serve, sweep, single, mock, offline, offline_cmd]() -> int {
+  return [a, serve, sweep, single, ses, mock, offline, offline_cmd]() -> int {
     if (serve->parsed()) return RunServe(*a, serve);
     if (sweep->parsed()) return RunSweepCmd(*a, sweep, CommandLine());
     if (single->parsed()) {
       if (single->get_option("--endpoint")->count() == 0) a->endpoint = "chat";
       return RunSingle(*a, single);
     }
+    if (ses->parsed()) return RunSessionsCmd(*a, ses, CommandLine());
     if (mock->parsed()) return RunMock(*a);
     if (offline_cmd->parsed()) return offline();
-    return Fail("bench: give serve, sweep, single-stream, mock-server or offline");
+    return Fail("bench: give serve, sweep, single-stream, sessions, mock-server or offline");
   };
 }
 

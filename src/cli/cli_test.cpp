@@ -475,3 +475,31 @@ TEST(Cli, QuantReportAgainstItselfAndItsMxfp4) {
 }
 
 }  // namespace
+
+namespace {
+
+// `bench sessions` and `eval tools` refuse out-of-range values before sending anything, and
+// the message names the flag.
+TEST(Cli, SessionsAndToolsLimitsNameTheFlag) {
+  const std::string none = " --base-url http://127.0.0.1:1";
+  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
+           {"bench sessions --sessions 0", "--sessions"},
+           {"bench sessions --sessions 100000", "--sessions"},
+           {"bench sessions --turns 0", "--turns"},
+           {"bench sessions --tool-result-len 0", "--tool-result-len"},
+           {"bench sessions --think-time-ms -5", "--think-time-ms"},
+           {"bench sessions --range-ratio 2", "--range-ratio"},
+           {"bench sessions --api grpc", "--api"},
+           {"bench sessions --preset nope", "--preset"},
+           {"bench sessions --scale 0", "--scale"},
+           {"eval tools --max-steps 0", "--max-steps"},
+           {"eval tools --max-steps 1000", "--max-steps"},
+           {"eval tools --api completions", "--api"},
+           {"eval tools --seeds 0", "--seeds"}}) {
+    CmdResult r = Exec(args + none);
+    EXPECT_EQ(r.code, 1) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(flag), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
+}  // namespace

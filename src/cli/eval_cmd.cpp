@@ -1,6 +1,7 @@
-// `mxserve eval gsm8k|arith|mcq|compare`: accuracy of any OpenAI-compatible server (mxserve
-// serve, sglang, vLLM) on GSM8K, the bundled model's held-out arithmetic and user-supplied
-// multiple-choice sets, and the baseline-vs-quantized table. The protocol (prompts,
+// `mxserve eval gsm8k|arith|mcq|tools|compare`: accuracy of any OpenAI-compatible server
+// (mxserve serve, sglang, vLLM) on GSM8K, the bundled model's held-out arithmetic,
+// user-supplied multiple-choice sets and scripted tool-use tasks (also over Anthropic
+// Messages), and the baseline-vs-quantized table. The protocol (prompts,
 // extraction, standard errors) lives in src/eval; this file maps flags to it and prints.
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "cli/verb.h"
 #include "eval/compare.h"
 #include "eval/tasks.h"
+#include "eval/tool_episode.h"
 
 namespace mx::cli {
 namespace {
@@ -27,6 +29,8 @@ struct EvalArgs {
   std::string chat_template_kwargs;
   bool no_progress = false;
   bool no_shuffle = false;
+  bool tools = false;  // --api chat|messages instead of --endpoint
+  int max_steps = 12;
 };
 
 void AddTaskOptions(CLI::App* sub, EvalArgs& a) {
@@ -34,7 +38,12 @@ void AddTaskOptions(CLI::App* sub, EvalArgs& a) {
   sub->add_option("--base-url", t.server.base_url, "server URL")->capture_default_str();
   sub->add_option("--model", t.server.model, "model name sent in requests")->capture_default_str();
   sub->add_option("--api-key", t.server.api_key, "sent as a Bearer token");
-  sub->add_option("--endpoint", a.endpoint, "chat | completions")->capture_default_str();
+  if (a.tools) {
+    sub->add_option("--api", a.endpoint, "chat (completions) | messages (Anthropic)")
+        ->capture_default_str();
+  } else {
+    sub->add_option("--endpoint", a.endpoint, "chat | completions")->capture_default_str();
+  }
   sub->add_option("--num-examples", t.num_examples, "the first N questions (0 = all)")
       ->capture_default_str();
   sub->add_option("--temperature", t.sampling.temperature, "sampling temperature (0 = greedy)")
@@ -68,8 +77,12 @@ Status Finalize(EvalArgs& a) {
   eval::TaskOptions& t = a.task;
   if (a.endpoint == "chat") {
     t.server.endpoint = loadgen::Endpoint::kChat;
-  } else if (a.endpoint == "completions") {
+  } else if (a.endpoint == "completions" && !a.tools) {
     t.server.endpoint = loadgen::Endpoint::kCompletions;
+  } else if (a.endpoint == "messages" && a.tools) {
+    t.server.endpoint = loadgen::Endpoint::kMessages;
+  } else if (a.tools) {
+    return InvalidArgument("--api {}: expected chat or messages", a.endpoint);
   } else {
     return InvalidArgument("--endpoint {}: expected chat or completions", a.endpoint);
   }
@@ -110,6 +123,19 @@ int Report(const Result<json>& r) {
                 s["base_url"].get<std::string>() + "?)");
   }
   return 0;
+}
+
+// Report() plus the pass^k line.
+int ReportTools(const Result<json>& r) {
+  const int code = Report(r);
+  if (r.ok()) {
+    std::string line = "pass^k:";
+    for (const auto& [k, v] : (*r)["pass_hat_k"].items()) {
+      line += fmt::format(" k={} {:.1f}%", k, 100 * v.get<double>());
+    }
+    std::printf("%s\n", line.c_str());
+  }
+  return code;
 }
 
 int RunQa(EvalArgs& a) {
@@ -190,6 +216,19 @@ VerbRun SetupEval(CLI::App& app) {
       ->required();
   m->add_flag("--no-shuffle", mcq->no_shuffle, "keep the choices in file order");
 
+  auto tls = std::make_shared<EvalArgs>();
+  tls->task.task = "tools";
+  tls->tools = true;
+  tls->task.sampling.temperature = 0.7;
+  tls->task.sampling.max_tokens = 1024;
+  tls->task.seeds = 4;
+  auto* tl = ev->add_subcommand(
+      "tools", "Tool use: scripted shop-support tasks over simulated tools, pass^k over seeds");
+  AddTaskOptions(tl, *tls);
+  tl->add_option("--max-steps", tls->max_steps,
+                 fmt::format("requests per episode before it ends (1 to {})", eval::kMaxToolSteps))
+      ->capture_default_str();
+
   struct CompareArgs {
     std::vector<std::string> files;
     std::string base_label = "base", quant_label = "quant", output_json;
@@ -209,9 +248,13 @@ VerbRun SetupEval(CLI::App& app) {
       if (auto st = Finalize(*mcq); !st.ok()) return Fail(st.message());
       return Report(eval::RunMcqTask(mcq->task));
     }
+    if (tl->parsed()) {
+      if (auto st = Finalize(*tls); !st.ok()) return Fail(st.message());
+      return ReportTools(eval::RunToolsTask(tls->task, tls->max_steps));
+    }
     if (c->parsed())
       return RunCompare(cmp->files, cmp->base_label, cmp->quant_label, cmp->output_json);
-    return Fail("eval: give gsm8k, arith, mcq or compare");
+    return Fail("eval: give gsm8k, arith, mcq, tools or compare");
   };
 }
 

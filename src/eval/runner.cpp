@@ -109,6 +109,9 @@ std::vector<Response> SendAll(const ServerOptions& o, const std::vector<std::str
       if (rec.success || rec.error_kind == "no_output") {
         r.ok = true;
         r.text = std::move(rec.generated_text);
+        r.reasoning = std::move(rec.generated_reasoning);
+        r.content = std::move(rec.generated_content);
+        r.tool_calls = std::move(rec.tool_calls);
         r.error_kind.clear();
         r.error.clear();
         ++finished;

@@ -31,8 +31,10 @@ struct ServerOptions {
 
 struct Response {
   bool ok = false;
-  std::string text;
-  std::string error_kind, error;  // of the last attempt, when !ok
+  std::string text;                           // reasoning + answer as streamed
+  std::string reasoning, content;             // text split in two
+  std::vector<loadgen::ToolCall> tool_calls;  // streamed tool calls
+  std::string error_kind, error;              // of the last attempt, when !ok
   int attempts = 0;
   int prompt_tokens = -1;      // usage.prompt_tokens, -1 when not reported
   int completion_tokens = -1;  // usage.completion_tokens, -1 when not reported

@@ -9,6 +9,7 @@
 #include "eval/datasets.h"
 #include "eval/extract.h"
 #include "eval/scoring.h"
+#include "eval/tool_episode.h"
 
 namespace mx::eval {
 namespace {
@@ -41,7 +42,16 @@ Status WriteText(const std::string& path, const std::string& text) {
 }
 
 const char* EndpointName(loadgen::Endpoint e) {
-  return e == loadgen::Endpoint::kChat ? "chat" : "completions";
+  switch (e) {
+    case loadgen::Endpoint::kChat:
+      return "chat";
+    case loadgen::Endpoint::kMessages:
+      return "messages";
+    case loadgen::Endpoint::kResponses:
+      return "responses";
+    default:
+      return "completions";
+  }
 }
 
 Status CheckCommon(const TaskOptions& o) {
@@ -57,6 +67,61 @@ Status CheckCommon(const TaskOptions& o) {
     return InvalidArgument("--concurrency {}: must be at least 1", o.server.concurrency);
   }
   return Status::Ok();
+}
+
+struct ErrorCounts {
+  int errors = 0, retries = 0;
+  std::map<std::string, int> by_kind;
+};
+
+// Writes the log and the summary (fields in tasks.h); `extra` fields are added to it.
+Result<json> FinishTask(const TaskOptions& o, const std::string& protocol, int n,
+                        const std::vector<std::vector<bool>>& correct, const std::string& log,
+                        const ErrorCounts& e, std::chrono::steady_clock::time_point t0,
+                        const json& extra) {
+  if (!o.output.empty()) MX_RETURN_IF_ERROR(WriteText(o.output, log));
+
+  const Accuracy all = ScoreSeeds(correct);
+  json per_seed = json::array();
+  for (int s = 0; s < o.seeds; ++s) {
+    const Accuracy a = ScoreOne(correct[s]);
+    per_seed.push_back({{"seed", o.seed + s},
+                        {"accuracy", a.mean},
+                        {"stderr", a.stderr_},
+                        {"correct", a.correct}});
+  }
+  const std::string summary_path =
+      !o.summary.empty() || o.output.empty() ? o.summary : DefaultSummaryPath(o.output);
+  json summary = {
+      {"task", o.task},
+      {"protocol", protocol},
+      {"model", o.server.model},
+      {"base_url", o.server.base_url},
+      {"endpoint", EndpointName(o.server.endpoint)},
+      {"data", o.data},
+      {"num_examples", n},
+      {"num_shots", o.num_shots},
+      {"seeds", o.seeds},
+      {"seed", o.seed},
+      {"temperature", o.sampling.temperature},
+      {"max_tokens", o.sampling.max_tokens},
+      {"accuracy", all.mean},
+      {"stderr", all.stderr_},
+      {"correct", all.correct},
+      {"samples", all.samples},
+      {"per_seed", per_seed},
+      {"errors", e.errors},
+      {"errors_by_kind", e.by_kind},
+      {"retries", e.retries},
+      {"duration_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
+      {"output", o.output},
+      {"summary", summary_path},
+      {"command", o.command},
+      {"mxserve_version", MX_VERSION},
+  };
+  for (const auto& [k, v] : extra.items()) summary[k] = v;
+  if (!summary_path.empty()) MX_RETURN_IF_ERROR(WriteText(summary_path, summary.dump(2) + "\n"));
+  return summary;
 }
 
 Result<json> RunTask(const TaskOptions& o, const TaskHooks& h) {
@@ -109,48 +174,8 @@ Result<json> RunTask(const TaskOptions& o, const TaskHooks& h) {
       log += rec.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     }
   }
-  if (!o.output.empty()) MX_RETURN_IF_ERROR(WriteText(o.output, log));
-
-  const Accuracy all = ScoreSeeds(correct);
-  json per_seed = json::array();
-  for (int s = 0; s < o.seeds; ++s) {
-    const Accuracy a = ScoreOne(correct[s]);
-    per_seed.push_back({{"seed", o.seed + s},
-                        {"accuracy", a.mean},
-                        {"stderr", a.stderr_},
-                        {"correct", a.correct}});
-  }
-  const std::string summary_path =
-      !o.summary.empty() || o.output.empty() ? o.summary : DefaultSummaryPath(o.output);
-  json summary = {
-      {"task", o.task},
-      {"protocol", h.protocol},
-      {"model", o.server.model},
-      {"base_url", o.server.base_url},
-      {"endpoint", EndpointName(o.server.endpoint)},
-      {"data", o.data},
-      {"num_examples", n},
-      {"num_shots", o.num_shots},
-      {"seeds", o.seeds},
-      {"seed", o.seed},
-      {"temperature", o.sampling.temperature},
-      {"max_tokens", o.sampling.max_tokens},
-      {"accuracy", all.mean},
-      {"stderr", all.stderr_},
-      {"correct", all.correct},
-      {"samples", all.samples},
-      {"per_seed", per_seed},
-      {"errors", errors},
-      {"errors_by_kind", errors_by_kind},
-      {"retries", retries},
-      {"duration_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
-      {"output", o.output},
-      {"summary", summary_path},
-      {"command", o.command},
-      {"mxserve_version", MX_VERSION},
-  };
-  if (!summary_path.empty()) MX_RETURN_IF_ERROR(WriteText(summary_path, summary.dump(2) + "\n"));
-  return summary;
+  return FinishTask(o, h.protocol, n, correct, log, {errors, retries, errors_by_kind}, t0,
+                    json::object());
 }
 
 std::string SamplingWords(const TaskOptions& o) {
@@ -267,6 +292,104 @@ Result<json> RunMcqTask(const TaskOptions& o) {
   };
   h.annotate = [&](int i, uint64_t seed, json& rec) { rec["order"] = order(i, seed); };
   return RunTask(o, h);
+}
+
+double PassHatK(const std::vector<int>& successes, int trials, int k) {
+  if (successes.empty() || k < 1 || k > trials) return 0;
+  // C(c, k) / C(n, k) = prod_{j<k} (c - j) / (n - j).
+  double sum = 0;
+  for (int c : successes) {
+    double p = 1;
+    for (int j = 0; j < k; ++j) p *= c - j <= 0 ? 0.0 : static_cast<double>(c - j) / (trials - j);
+    sum += p;
+  }
+  return sum / static_cast<double>(successes.size());
+}
+
+Result<json> RunToolsTask(const TaskOptions& o, int max_steps) {
+  MX_RETURN_IF_ERROR(CheckCommon(o));
+  if (max_steps < 1 || max_steps > kMaxToolSteps) {
+    return InvalidArgument("--max-steps {}: expected 1 to {}", max_steps, kMaxToolSteps);
+  }
+  if (o.server.endpoint != loadgen::Endpoint::kChat &&
+      o.server.endpoint != loadgen::Endpoint::kMessages) {
+    return InvalidArgument("eval tools: --api must be chat or messages");
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<ToolTask> tasks = ToolTasks();
+  if (o.num_examples > static_cast<int>(tasks.size())) {
+    return InvalidArgument("--num-examples {}: there are {} tool tasks", o.num_examples,
+                           tasks.size());
+  }
+  if (o.num_examples > 0) tasks.resize(static_cast<size_t>(o.num_examples));
+  const int n = static_cast<int>(tasks.size());
+  std::vector<Episode> episodes;
+  for (int s = 0; s < o.seeds; ++s) {
+    for (const ToolTask& t : tasks) episodes.push_back(StartEpisode(t, o.seed + s));
+  }
+  // Step by step: the next request of every running episode, sent together.
+  ServerOptions server = o.server;
+  for (int step = 1;; ++step) {
+    std::vector<size_t> live;
+    std::vector<std::string> bodies;
+    for (size_t k = 0; k < episodes.size(); ++k) {
+      if (episodes[k].done) continue;
+      live.push_back(k);
+      bodies.push_back(EpisodeBody(episodes[k], o.server.endpoint, o.server.model, o.sampling));
+    }
+    if (live.empty()) break;
+    server.label = fmt::format("{} step {}", o.server.label, step);
+    std::vector<Response> responses = SendAll(server, bodies);
+    for (size_t i = 0; i < live.size(); ++i) Advance(episodes[live[i]], responses[i], max_steps);
+  }
+
+  std::string log;
+  std::vector<std::vector<bool>> correct(o.seeds, std::vector<bool>(n));
+  std::vector<int> successes(n, 0);
+  ErrorCounts errors;
+  std::map<std::string, int> ends;
+  for (int s = 0; s < o.seeds; ++s) {
+    for (int i = 0; i < n; ++i) {
+      const Episode& e = episodes[static_cast<size_t>(s) * n + i];
+      Judgement j = Judge(tasks[i], e.store, e.answers);
+      if (e.end == "error") {
+        j.success = false;
+        j.reasons.push_back("request error: " + e.error_kind);
+        ++errors.errors;
+        ++errors.by_kind[e.error_kind];
+      }
+      correct[s][i] = j.success;
+      successes[i] += j.success ? 1 : 0;
+      errors.retries += e.attempts - e.steps;
+      ++ends[e.end];
+      json rec = {{"task", o.task},       {"seed", e.seed},         {"example", i},
+                  {"id", tasks[i].id},    {"success", j.success},   {"reasons", j.reasons},
+                  {"end", e.end},         {"steps", e.steps},       {"tool_calls", e.tool_calls},
+                  {"answers", e.answers}, {"messages", e.messages}, {"attempts", e.attempts}};
+      if (!(e.store == tasks[i].expected)) {
+        rec["final_state"] = e.store.ToJson();
+        rec["expected_state"] = tasks[i].expected.ToJson();
+      }
+      if (e.end == "error") {
+        rec["error_kind"] = e.error_kind;
+        rec["error"] = e.error;
+      }
+      log += rec.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    }
+  }
+  json pass = json::object();
+  for (int k = 1; k <= o.seeds; ++k) pass[std::to_string(k)] = PassHatK(successes, o.seeds, k);
+  json per_task = json::array();
+  for (int i = 0; i < n; ++i) {
+    per_task.push_back({{"id", tasks[i].id}, {"successes", successes[i]}});
+  }
+  const std::string protocol = fmt::format(
+      "{} scripted tool tasks, {}, {}, at most {} steps; success = final store and answers; "
+      "accuracy = pass^1",
+      n, EndpointName(o.server.endpoint), SamplingWords(o), max_steps);
+  return FinishTask(
+      o, protocol, n, correct, log, errors, t0,
+      {{"pass_hat_k", pass}, {"per_task", per_task}, {"ends", ends}, {"max_steps", max_steps}});
 }
 
 }  // namespace mx::eval

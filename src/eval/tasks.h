@@ -27,7 +27,7 @@
 namespace mx::eval {
 
 struct TaskOptions {
-  std::string task;  // "gsm8k", "arith", "mcq"
+  std::string task;  // "gsm8k", "arith", "mcq", "tools"
   ServerOptions server;
   Sampling sampling;
   std::string data;        // test/eval split
@@ -47,6 +47,19 @@ Result<nlohmann::json> RunQaTask(const TaskOptions& options);
 
 // mcq: ExtractLetter(output) against the letter the gold choice got under the seed's shuffle.
 Result<nlohmann::json> RunMcqTask(const TaskOptions& options);
+
+// tools (tool_env.h, tool_episode.h): every task under every seed, played step by step (the
+// steps of all episodes sent together), judged by the final store and the answers. The
+// summary's accuracy is pass^1 (with the clustered standard error) and it adds
+// "pass_hat_k": {"1": ..., ..., "K": ...}, pass^k = mean over tasks of C(c, k) / C(K, k) for
+// c successes in K seeds (τ²-bench's estimator), and "per_task" [{id, successes}]. The log
+// has one object per (task, seed): id, seed, success, reasons, end, steps, tool_calls,
+// answers, messages (the transcript), final_state when it is wrong, attempts, errors.
+// REQUIRES: options.server.endpoint is kChat or kMessages.
+Result<nlohmann::json> RunToolsTask(const TaskOptions& options, int max_steps);
+
+// pass^k = mean_i C(successes[i], k) / C(trials, k); 0 when k > trials.
+double PassHatK(const std::vector<int>& successes, int trials, int k);
 
 // The bundled model's 500 held-out problems: tests/data/arith/heldout.jsonl under the working
 // directory, else under the nearest folder above the running executable that has it (a build

@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -45,6 +46,9 @@ struct Transfer {
   std::optional<int> prompt_tokens, completion_tokens, cached_tokens;
   std::string text;
   std::string first_text;
+  std::string reasoning, content;
+  std::vector<ToolCall> calls;
+  std::vector<int> call_index;  // the stream's index of each of `calls`
 
   ~Transfer() {
     if (headers != nullptr) curl_slist_free_all(headers);
@@ -76,6 +80,10 @@ size_t OnData(char* ptr, size_t size, size_t nmemb, void* userdata) {
       tr->abort_msg = c->error;
       return 0;
     }
+    // Responses' last event (response.completed) carries the usage.
+    if (c->prompt_tokens) tr->prompt_tokens = c->prompt_tokens;
+    if (c->completion_tokens) tr->completion_tokens = c->completion_tokens;
+    if (c->cached_tokens) tr->cached_tokens = c->cached_tokens;
     if (c->done) {
       tr->saw_done = true;
       continue;
@@ -91,10 +99,21 @@ size_t OnData(char* ptr, size_t size, size_t nmemb, void* userdata) {
       tr->last_content_s = t;
       tr->content_chunks++;
       tr->text += c->text;
+      tr->reasoning += c->reasoning;
+      tr->content.append(c->text, c->reasoning.size());
     }
-    if (c->prompt_tokens) tr->prompt_tokens = c->prompt_tokens;
-    if (c->completion_tokens) tr->completion_tokens = c->completion_tokens;
-    if (c->cached_tokens) tr->cached_tokens = c->cached_tokens;
+    for (ToolCallPiece& p : c->tool_calls) {
+      auto at = std::find(tr->call_index.begin(), tr->call_index.end(), p.index);
+      if (at == tr->call_index.end()) {
+        tr->call_index.push_back(p.index);
+        tr->calls.emplace_back();
+        at = tr->call_index.end() - 1;
+      }
+      ToolCall& call = tr->calls[static_cast<size_t>(at - tr->call_index.begin())];
+      if (!p.id.empty()) call.id = p.id;
+      if (call.name.empty()) call.name = p.name;
+      call.arguments += p.arguments;
+    }
   }
   return n;
 }
@@ -135,7 +154,7 @@ void Finish(Transfer& tr, CURLcode code, const ClientOptions& o) {
     fail("http_" + std::to_string(tr.http_code), tr.error_body.substr(0, 500));
   } else if (!tr.saw_done) {
     fail("dropped", "stream ended before data: [DONE]");
-  } else if (tr.content_chunks == 0) {
+  } else if (tr.content_chunks == 0 && tr.calls.empty()) {
     fail("no_output", "no chunk carried text");
   } else {
     r.success = true;
@@ -154,6 +173,9 @@ void Finish(Transfer& tr, CURLcode code, const ClientOptions& o) {
   if (o.keep_text) {
     r.generated_text = std::move(tr.text);
     r.first_chunk_text = std::move(tr.first_text);
+    r.generated_reasoning = std::move(tr.reasoning);
+    r.generated_content = std::move(tr.content);
+    r.tool_calls = std::move(tr.calls);
   }
 }
 
@@ -164,6 +186,20 @@ std::string JoinUrl(const std::string& base, const char* path) {
 }
 
 }  // namespace
+
+const char* EndpointPath(Endpoint endpoint) {
+  switch (endpoint) {
+    case Endpoint::kCompletions:
+      return "/v1/completions";
+    case Endpoint::kChat:
+      return "/v1/chat/completions";
+    case Endpoint::kMessages:
+      return "/v1/messages";
+    case Endpoint::kResponses:
+      return "/v1/responses";
+  }
+  return "/v1/completions";
+}
 
 std::string RequestBody(const ClientOptions& o, const BenchPrompt& p) {
   nlohmann::json j;
@@ -197,8 +233,7 @@ RunOutput RunRequests(const ClientOptions& o, const std::vector<const BenchPromp
   }
   CURLM* multi = curl_multi_init();
   curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, 8192L);
-  const std::string url = JoinUrl(
-      o.base_url, o.endpoint == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions");
+  const std::string url = JoinUrl(o.base_url, EndpointPath(o.endpoint));
   const Clock::time_point t0 = Clock::now();
   auto now_s = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   std::unordered_set<Transfer*> live;  // added to `multi`, not finished
@@ -220,6 +255,10 @@ RunOutput RunRequests(const ClientOptions& o, const std::vector<const BenchPromp
       if (!o.api_key.empty()) {
         tr->headers =
             curl_slist_append(tr->headers, ("Authorization: Bearer " + o.api_key).c_str());
+        tr->headers = curl_slist_append(tr->headers, ("x-api-key: " + o.api_key).c_str());
+      }
+      if (o.endpoint == Endpoint::kMessages) {
+        tr->headers = curl_slist_append(tr->headers, "anthropic-version: 2023-06-01");
       }
       CURL* e = tr->easy;
       curl_easy_setopt(e, CURLOPT_URL, url.c_str());

@@ -18,7 +18,12 @@
 
 namespace mx::loadgen {
 
-enum class Endpoint { kCompletions, kChat };
+// kMessages (Anthropic's /v1/messages) and kResponses (OpenAI's /v1/responses) take only
+// prompts with a preset `body` (bench sessions and eval tools build them).
+enum class Endpoint { kCompletions, kChat, kMessages, kResponses };
+
+// The path a request to `endpoint` is POSTed to ("/v1/chat/completions", ...).
+const char* EndpointPath(Endpoint endpoint);
 
 struct ClientOptions {
   std::string base_url = "http://127.0.0.1:30000";
@@ -32,9 +37,9 @@ struct ClientOptions {
   // the run: some servers keep a stream open after its last chunk (seen: ik_llama.cpp when
   // the only generated token is held back as an incomplete UTF-8 sequence). 0 = none.
   double idle_timeout_s = 120;
-  double connect_timeout_s = 30;              // 0 = curl's default
-  std::string api_key;                        // sent as "Authorization: Bearer ..." when set
-  bool keep_text = false;                     // keep generated_text in the records
+  double connect_timeout_s = 30;  // 0 = curl's default
+  std::string api_key;            // sent as "Authorization: Bearer ..." (and x-api-key) when set
+  bool keep_text = false;         // keep generated_text (and reasoning, content) in the records
   const tok::Tokenizer* tokenizer = nullptr;  // counts output_len_retokenized when set
   // Called about every 250 ms and once at the end from the driving thread.
   std::function<void(int sent, int done, int failed, int in_flight, double elapsed_s)> progress;

@@ -18,6 +18,11 @@
 
 namespace mx::loadgen {
 
+// A tool call the server streamed (kept with generated_text): arguments as JSON text.
+struct ToolCall {
+  std::string id, name, arguments;
+};
+
 // All times are seconds relative to the benchmark start (the first dispatch opportunity).
 struct RequestRecord {
   bool success = false;
@@ -36,6 +41,10 @@ struct RequestRecord {
   bool usage_reported = false;
   std::string generated_text;
   std::string first_chunk_text;  // kept with generated_text
+  // generated_text split in two (kept with it): the reasoning the server streamed apart from
+  // the answer (reasoning_content, thinking or reasoning_text deltas), and the answer itself.
+  std::string generated_reasoning, generated_content;
+  std::vector<ToolCall> tool_calls;
   double end_s() const { return start_s + latency_s; }
 };
 

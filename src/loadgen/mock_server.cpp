@@ -78,6 +78,100 @@ class PrefixCache {
 };
 
 std::string Sse(const json& j) { return "data: " + j.dump() + "\n\n"; }
+std::string Event(const std::string& name, const json& j) {
+  return "event: " + name + "\ndata: " + j.dump() + "\n\n";
+}
+
+enum class Api { kCompletions, kChat, kMessages, kResponses };
+
+// One tool call in the route's stream shape; `index` is its block/output index (after the
+// thinking and text blocks).
+template <typename ChunkFn>
+std::string ToolCallEvents(Api api, const MockToolCall& c, int index, const ChunkFn& chunk) {
+  if (api == Api::kMessages) {
+    return Event("content_block_start", {{"type", "content_block_start"},
+                                         {"index", index},
+                                         {"content_block",
+                                          {{"type", "tool_use"},
+                                           {"id", c.id},
+                                           {"name", c.name},
+                                           {"input", json::object()}}}}) +
+           Event("content_block_delta",
+                 {{"type", "content_block_delta"},
+                  {"index", index},
+                  {"delta", {{"type", "input_json_delta"}, {"partial_json", c.arguments}}}}) +
+           Event("content_block_stop", {{"type", "content_block_stop"}, {"index", index}});
+  }
+  if (api == Api::kResponses) {
+    return Event("response.output_item.added", {{"type", "response.output_item.added"},
+                                                {"output_index", index},
+                                                {"item",
+                                                 {{"type", "function_call"},
+                                                  {"call_id", c.id},
+                                                  {"name", c.name},
+                                                  {"arguments", ""}}}}) +
+           Event("response.function_call_arguments.delta",
+                 {{"type", "response.function_call_arguments.delta"},
+                  {"output_index", index},
+                  {"delta", c.arguments}});
+  }
+  json ch = chunk("", false);
+  ch["choices"][0]["delta"] = {
+      {"tool_calls",
+       json::array({{{"index", index - 2},
+                     {"id", c.id},
+                     {"type", "function"},
+                     {"function", {{"name", c.name}, {"arguments", c.arguments}}}}})}};
+  return Sse(ch);
+}
+
+// Appends the text of a string or of an array of content parts/blocks ("text", "thinking",
+// tool results' "content") to `pieces`, one piece per part.
+void AddContent(const json& c, std::vector<std::string>& pieces) {
+  if (c.is_string()) {
+    pieces.push_back(c.get<std::string>());
+    return;
+  }
+  if (!c.is_array()) return;
+  for (const json& part : c) {
+    if (part.is_string()) {
+      pieces.push_back(part.get<std::string>());
+      continue;
+    }
+    if (!part.is_object()) continue;
+    for (const char* k : {"thinking", "text"}) {
+      if (part.contains(k) && part[k].is_string()) pieces.push_back(part[k].get<std::string>());
+    }
+    for (const char* k : {"content", "output"}) {
+      if (part.contains(k)) AddContent(part[k], pieces);
+    }
+  }
+}
+
+// The prompt's text pieces in order (see the header).
+std::vector<std::string> PromptPieces(const json& req, Api api) {
+  std::vector<std::string> pieces;
+  if (api == Api::kMessages && req.contains("system")) AddContent(req["system"], pieces);
+  if (api == Api::kResponses && req.contains("instructions")) {
+    AddContent(req["instructions"], pieces);
+  }
+  const char* list = api == Api::kResponses ? "input" : "messages";
+  if (!req.contains(list)) return pieces;
+  const json& items = req[list];
+  if (items.is_string()) {
+    pieces.push_back(items.get<std::string>());
+    return pieces;
+  }
+  if (!items.is_array()) return pieces;
+  for (const json& m : items) {
+    if (!m.is_object()) continue;
+    if (m.contains("reasoning_content")) AddContent(m["reasoning_content"], pieces);
+    for (const char* k : {"content", "output"}) {
+      if (m.contains(k)) AddContent(m[k], pieces);
+    }
+  }
+  return pieces;
+}
 
 }  // namespace
 
@@ -90,43 +184,40 @@ struct MockServer::Impl {
   std::unique_ptr<Slots> slots;
   std::unique_ptr<PrefixCache> cache;
 
-  std::vector<int64_t> PromptIds(const json& req, bool chat) {
-    std::string text;
-    if (chat) {
-      if (req.contains("messages") && req["messages"].is_array()) {
-        for (const json& m : req["messages"]) {
-          if (m.is_object() && m.contains("content") && m["content"].is_string()) {
-            text += m["content"].get<std::string>();
-          }
-        }
-      }
-    } else if (req.contains("prompt")) {
-      const json& p = req["prompt"];
-      if (p.is_array()) {
-        std::vector<int64_t> ids;
-        for (const json& x : p) ids.push_back(x.is_number_integer() ? x.get<int64_t>() : -1);
-        return ids;
-      }
-      if (p.is_string()) text = p.get<std::string>();
-    }
-    std::vector<int64_t> ids;
+  void AppendIds(const std::string& text, std::vector<int64_t>& ids) const {
     if (o.tokenizer != nullptr) {
       for (int32_t id : o.tokenizer->Encode(text, false)) ids.push_back(id);
-    } else {
-      size_t i = 0;
-      while (i < text.size()) {
-        while (i < text.size() && text[i] == ' ') ++i;
-        size_t j = i;
-        while (j < text.size() && text[j] != ' ') ++j;
-        if (j > i)
-          ids.push_back(static_cast<int64_t>(std::hash<std::string>{}(text.substr(i, j - i))));
-        i = j;
-      }
+      return;
     }
+    size_t i = 0;
+    while (i < text.size()) {
+      while (i < text.size() && text[i] == ' ') ++i;
+      size_t j = i;
+      while (j < text.size() && text[j] != ' ') ++j;
+      if (j > i) {
+        ids.push_back(static_cast<int64_t>(std::hash<std::string>{}(text.substr(i, j - i))));
+      }
+      i = j;
+    }
+  }
+
+  std::vector<int64_t> PromptIds(const json& req, Api api) const {
+    std::vector<int64_t> ids;
+    if (api == Api::kCompletions) {
+      if (!req.contains("prompt")) return ids;
+      const json& p = req["prompt"];
+      if (p.is_array()) {
+        for (const json& x : p) ids.push_back(x.is_number_integer() ? x.get<int64_t>() : -1);
+      } else if (p.is_string()) {
+        AppendIds(p.get<std::string>(), ids);
+      }
+      return ids;
+    }
+    for (const std::string& piece : PromptPieces(req, api)) AppendIds(piece, ids);
     return ids;
   }
 
-  void Handle(const httplib::Request& hreq, httplib::Response& res, bool chat) {
+  void Handle(const httplib::Request& hreq, httplib::Response& res, Api api) {
     const int index = seen.fetch_add(1);
     const std::string fault = o.fault ? o.fault(index) : std::string();
     json req = json::parse(hreq.body, nullptr, false);
@@ -140,17 +231,26 @@ struct MockServer::Impl {
       res.set_content(R"({"error":{"message":"scripted failure"}})", "application/json");
       return;
     }
+    const bool stream = req.value("stream", false);
+    const bool typed = api == Api::kMessages || api == Api::kResponses;
+    if (typed && !stream) {
+      res.status = 400;
+      res.set_content(R"({"error":{"message":"mock: this route streams only, send stream: true"}})",
+                      "application/json");
+      return;
+    }
     int max_tokens = 16;
-    for (const char* k : {"max_completion_tokens", "max_tokens"}) {
+    for (const char* k : {"max_completion_tokens", "max_tokens", "max_output_tokens"}) {
       if (req.contains(k) && req[k].is_number_integer()) {
         max_tokens = req[k].get<int>();
         break;
       }
     }
-    const bool stream = req.value("stream", false);
-    const bool usage = req.contains("stream_options") && req["stream_options"].is_object() &&
-                       req["stream_options"].value("include_usage", false);
-    const std::vector<int64_t> ids = PromptIds(req, chat);
+    const bool chat = api == Api::kChat;
+    const bool usage =
+        typed || (req.contains("stream_options") && req["stream_options"].is_object() &&
+                  req["stream_options"].value("include_usage", false));
+    const std::vector<int64_t> ids = PromptIds(req, api);
     const int prompt_tokens = static_cast<int>(ids.size());
     slots->Acquire();
     const Clock::time_point t_admit = Clock::now();
@@ -159,28 +259,68 @@ struct MockServer::Impl {
         o.ttft_ms * 1e-3 + (prompt_tokens - cached) * o.prefill_us_per_uncached_token * 1e-6;
     const std::string model = req.value("model", std::string("mock"));
 
+    // What is generated: reasoning words first, then the answer's tokens.
+    int reasoning = api == Api::kCompletions ? 0 : std::max(0, o.reasoning_words);
     std::optional<std::string> scripted;
-    if (o.reply) {
+    std::vector<MockToolCall> calls;
+    if (o.script) {
+      MockReply r = o.script(hreq.body);
+      scripted = std::move(r.text);
+      calls = std::move(r.tool_calls);
+    } else if (o.reply) {
       scripted = o.reply(hreq.body);
+    }
+    if (scripted) {
       std::istringstream words(*scripted);
-      max_tokens = static_cast<int>(std::distance(std::istream_iterator<std::string>(words),
+      max_tokens = reasoning + static_cast<int>(calls.size()) +
+                   static_cast<int>(std::distance(std::istream_iterator<std::string>(words),
                                                   std::istream_iterator<std::string>()));
+    } else {
+      reasoning = std::min(reasoning, max_tokens);
     }
     json usage_obj = {{"prompt_tokens", prompt_tokens},
                       {"completion_tokens", max_tokens},
                       {"total_tokens", prompt_tokens + max_tokens}};
     if (o.cache_block > 0) usage_obj["prompt_tokens_details"] = {{"cached_tokens", cached}};
+    if (api == Api::kMessages) {
+      usage_obj = {{"input_tokens", prompt_tokens - cached},
+                   {"cache_creation_input_tokens", 0},
+                   {"cache_read_input_tokens", cached},
+                   {"output_tokens", max_tokens}};
+    } else if (api == Api::kResponses) {
+      usage_obj = {{"input_tokens", prompt_tokens},
+                   {"input_tokens_details", {{"cached_tokens", cached}}},
+                   {"output_tokens", max_tokens},
+                   {"total_tokens", prompt_tokens + max_tokens}};
+    }
 
-    auto chunk = [chat, model](const std::string& text) {
+    auto chunk = [chat, model](const std::string& text, bool is_reasoning) {
       json c = {{"id", "cmpl-mock"}, {"model", model}, {"created", 0}};
       if (chat) {
         c["object"] = "chat.completion.chunk";
-        c["choices"] = json::array({{{"index", 0}, {"delta", {{"content", text}}}}});
+        c["choices"] = json::array(
+            {{{"index", 0}, {"delta", {{is_reasoning ? "reasoning_content" : "content", text}}}}});
       } else {
         c["object"] = "text_completion";
         c["choices"] = json::array({{{"index", 0}, {"text", text}}});
       }
       return c;
+    };
+    // One delta of generated text in the route's stream shape.
+    auto delta = [api, chunk](const std::string& text, bool is_reasoning) {
+      if (api == Api::kMessages) {
+        return Event("content_block_delta",
+                     {{"type", "content_block_delta"},
+                      {"index", is_reasoning ? 0 : 1},
+                      {"delta", is_reasoning ? json{{"type", "thinking_delta"}, {"thinking", text}}
+                                             : json{{"type", "text_delta"}, {"text", text}}}});
+      }
+      if (api == Api::kResponses) {
+        const std::string type =
+            is_reasoning ? "response.reasoning_text.delta" : "response.output_text.delta";
+        return Event(type, {{"type", type}, {"delta", text}});
+      }
+      return Sse(chunk(text, is_reasoning));
     };
     if (!stream) {
       std::this_thread::sleep_until(
@@ -189,7 +329,7 @@ struct MockServer::Impl {
       slots->Release();
       std::string text = scripted.value_or("");
       for (int i = 0; !scripted && i < max_tokens; ++i) text += " a";
-      json r = chunk(text);
+      json r = chunk(text, false);
       r["usage"] = usage_obj;
       res.set_content(r.dump(), "application/json");
       return;
@@ -200,64 +340,99 @@ struct MockServer::Impl {
     const double itl_s = o.itl_ms * 1e-3;
     const int per_chunk = std::max(1, o.tokens_per_chunk);
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [=](size_t, httplib::DataSink& sink) {
-      (void)guard;
-      auto at = [&](double s) {
-        std::this_thread::sleep_until(t_admit + std::chrono::duration_cast<Clock::duration>(
-                                                    std::chrono::duration<double>(s)));
-      };
-      int sent = 0, k = 0;
-      if (scripted) {
-        at(ttft_s);
-        if (!scripted->empty()) {
-          std::string s = Sse(chunk(*scripted));
-          if (!sink.write(s.data(), s.size())) return false;
-        }
-        sent = max_tokens;
-      }
-      while (sent < max_tokens) {
-        at(ttft_s + k * itl_s);
-        if (fault == "malformed" && k == 1) {
-          std::string bad = "data: {\"choices\": [ not json\n\n";
-          sink.write(bad.data(), bad.size());
-        }
-        if (fault == "drop" && k == 1) return false;  // connection closed mid-stream
-        if (fault == "error_event" && k == 1) {
-          std::string e = Sse({{"error", {{"message", "scripted error event"}}}});
-          sink.write(e.data(), e.size());
-          break;
-        }
-        const int n = std::min(per_chunk, max_tokens - sent);
-        std::string text;
-        for (int i = 0; i < n; ++i) text += " a";
-        std::string s = Sse(chunk(text));
-        if (!sink.write(s.data(), s.size())) return false;
-        sent += n;
-        k += 1;
-      }
-      if (usage && sent >= max_tokens) {
-        json u = chunk("");
-        u["choices"] = json::array();
-        u["usage"] = usage_obj;
-        std::string s = Sse(u);
-        sink.write(s.data(), s.size());
-      }
-      if (fault == "stall_after_final") {
-        // ik_llama.cpp's shape when the only token is held back: the final chunk, then
-        // neither [DONE] nor the end of the chunked body, the connection left open.
-        const Clock::time_point until = Clock::now() + std::chrono::seconds(5);
-        while (sink.is_writable() && Clock::now() < until) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        return false;
-      }
-      if (fault != "no_done") {
-        std::string d = "data: [DONE]\n\n";
-        sink.write(d.data(), d.size());
-      }
-      sink.done();
-      return true;
-    });
+    res.set_chunked_content_provider(
+        "text/event-stream", [=, this](size_t, httplib::DataSink& sink) {
+          (void)guard;
+          auto at = [&](double s) {
+            std::this_thread::sleep_until(t_admit + std::chrono::duration_cast<Clock::duration>(
+                                                        std::chrono::duration<double>(s)));
+          };
+          auto put = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+          if (api == Api::kMessages) {
+            json msg = {{"id", "msg_mock"}, {"type", "message"},        {"role", "assistant"},
+                        {"model", model},   {"content", json::array()}, {"usage", usage_obj}};
+            msg["usage"]["output_tokens"] = 0;
+            if (!put(Event("message_start", {{"type", "message_start"}, {"message", msg}}))) {
+              return false;
+            }
+          } else if (api == Api::kResponses) {
+            if (!put(Event("response.created",
+                           {{"type", "response.created"},
+                            {"response", {{"id", "resp_mock"}, {"status", "in_progress"}}}}))) {
+              return false;
+            }
+          }
+          std::vector<int64_t> generated = ids;  // enters the cache once the stream ends
+          std::string reasoning_text, answer_text;
+          // Reasoning tokens one per chunk, then (unscripted) answer tokens per_chunk at a time.
+          const int answer_tokens = scripted ? 0 : max_tokens - reasoning;
+          int r_sent = 0, a_sent = 0, k = 0;
+          bool finished = true;
+          while (r_sent < reasoning || a_sent < answer_tokens) {
+            at(ttft_s + k * itl_s);
+            if (fault == "malformed" && k == 1) put("data: {\"choices\": [ not json\n\n");
+            if (fault == "drop" && k == 1) return false;  // connection closed mid-stream
+            if (fault == "error_event" && k == 1) {
+              put(Sse({{"error", {{"message", "scripted error event"}}}}));
+              finished = false;
+              break;
+            }
+            const bool in_reasoning = r_sent < reasoning;
+            const int n = in_reasoning ? 1 : std::min(per_chunk, answer_tokens - a_sent);
+            std::string text;
+            for (int i = 0; i < n; ++i) text += in_reasoning ? " r" : " a";
+            (in_reasoning ? reasoning_text : answer_text) += text;
+            if (!put(delta(text, in_reasoning))) return false;
+            (in_reasoning ? r_sent : a_sent) += n;
+            k += 1;
+          }
+          if (scripted && finished) {
+            at(ttft_s + k * itl_s);
+            answer_text = *scripted;
+            if (!scripted->empty() && !put(delta(*scripted, false))) return false;
+            for (size_t i = 0; i < calls.size(); ++i) {
+              if (!put(ToolCallEvents(api, calls[i], static_cast<int>(i) + 2, chunk))) return false;
+            }
+          }
+          if (usage && finished) {
+            if (api == Api::kMessages) {
+              put(Event("message_delta", {{"type", "message_delta"},
+                                          {"delta", {{"stop_reason", "max_tokens"}}},
+                                          {"usage", usage_obj}}));
+            } else if (api != Api::kResponses) {
+              json u = chunk("", false);
+              u["choices"] = json::array();
+              u["usage"] = usage_obj;
+              put(Sse(u));
+            }
+          }
+          AppendIds(reasoning_text, generated);
+          AppendIds(answer_text, generated);
+          cache->MatchAndInsert(generated);
+          if (fault == "stall_after_final") {
+            // ik_llama.cpp's shape when the only token is held back: the final chunk, then
+            // neither [DONE] nor the end of the chunked body, the connection left open.
+            const Clock::time_point until = Clock::now() + std::chrono::seconds(5);
+            while (sink.is_writable() && Clock::now() < until) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            }
+            return false;
+          }
+          if (fault != "no_done") {
+            if (api == Api::kMessages) {
+              put(Event("message_stop", {{"type", "message_stop"}}));
+            } else if (api == Api::kResponses) {
+              put(Event("response.completed",
+                        {{"type", "response.completed"},
+                         {"response",
+                          {{"id", "resp_mock"}, {"status", "completed"}, {"usage", usage_obj}}}}));
+            } else {
+              put("data: [DONE]\n\n");
+            }
+          }
+          sink.done();
+          return true;
+        });
   }
 };
 
@@ -287,10 +462,16 @@ Result<std::unique_ptr<MockServer>> MockServer::Start(const MockServerOptions& o
   });
   Impl* mp = &m;
   m.svr.Post("/v1/completions", [mp](const httplib::Request& q, httplib::Response& r) {
-    mp->Handle(q, r, /*chat=*/false);
+    mp->Handle(q, r, Api::kCompletions);
   });
   m.svr.Post("/v1/chat/completions", [mp](const httplib::Request& q, httplib::Response& r) {
-    mp->Handle(q, r, /*chat=*/true);
+    mp->Handle(q, r, Api::kChat);
+  });
+  m.svr.Post("/v1/messages", [mp](const httplib::Request& q, httplib::Response& r) {
+    mp->Handle(q, r, Api::kMessages);
+  });
+  m.svr.Post("/v1/responses", [mp](const httplib::Request& q, httplib::Response& r) {
+    mp->Handle(q, r, Api::kResponses);
   });
   m.svr.Get("/v1/models", [](const httplib::Request&, httplib::Response& r) {
     r.set_content(R"({"object":"list","data":[{"id":"mock","object":"model"}]})",

@@ -1,10 +1,20 @@
-// A scripted OpenAI-compatible server (/v1/completions, /v1/chat/completions, /v1/models)
-// with deterministic timings, for the load generator's tests and for trying `mxserve bench`
+// A scripted OpenAI-compatible server (/v1/completions, /v1/chat/completions, /v1/models,
+// and streaming /v1/messages in Anthropic's shape and /v1/responses in OpenAI's) with
+// deterministic timings, for the load generator's tests and for trying `mxserve bench`
 // without a model (`mxserve bench mock-server`). It models a server with `slots` request
 // slots (others queue, so TTFT grows under overload), a fixed TTFT plus a per-uncached-token
 // prefill cost, a fixed inter-token latency, and a prefix cache at `cache_block` granularity
-// that reports usage.prompt_tokens_details.cached_tokens. `fault` scripts failures by the
-// order in which requests arrive.
+// that reports usage.prompt_tokens_details.cached_tokens (Messages: cache_read_input_tokens;
+// Responses: input_tokens_details.cached_tokens). `fault` scripts failures by the order in
+// which requests arrive.
+//
+// Token accounting: a prompt is the sequence of its text pieces in order (chat: each message's
+// reasoning_content then content; Messages: system, then each block's text, thinking or
+// tool_result content; Responses: instructions, then each item's text), each piece split on
+// spaces into one token per word (or encoded by `tokenizer`). A finished request also enters
+// its prompt followed by its reasoning words and its answer words into the prefix cache, as a
+// radix cache does, so a conversation that sends a reply back verbatim hits its whole previous
+// turn (in whole blocks).
 //
 // Thread-safety: Start/Stop from one thread; the server runs on its own threads.
 #pragma once
@@ -12,11 +22,21 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mx::loadgen {
+
+// A scripted turn with tool calls (MockServerOptions::script).
+struct MockToolCall {
+  std::string id, name, arguments;  // arguments: JSON text, streamed as it is
+};
+struct MockReply {
+  std::string text;
+  std::vector<MockToolCall> tool_calls;
+};
 
 struct MockServerOptions {
   std::string host = "127.0.0.1";
@@ -38,6 +58,15 @@ struct MockServerOptions {
   // chunk, or none when empty) replaces the max_tokens filler words; usage counts it as one
   // token per whitespace-separated word. Called from the server's threads.
   std::function<std::string(const std::string& request_body)> reply;
+  // Words of reasoning (" r" each) streamed before the answer as reasoning_content (chat),
+  // thinking (Messages) or reasoning_text (Responses); they are the first of the max_tokens
+  // (with `reply`: extra tokens before it). Completions ignore it.
+  int reasoning_words = 0;
+  // Scripted turns with tool calls (wins over `reply`): the text streams as `reply`'s does,
+  // then each call in the route's shape (chat: delta.tool_calls; Messages: a tool_use block
+  // with input_json_delta; Responses: a function_call item with its arguments delta). Usage
+  // counts the text's words plus one token per call.
+  std::function<MockReply(const std::string& request_body)> script;
 };
 
 class MockServer {

@@ -344,4 +344,85 @@ TEST_F(BenchE2e, SingleStreamAaPresetScaled) {
   EXPECT_EQ(d["cached_prompt_tokens_total"], 0);
 }
 
+// Two sessions of three turns over chat completions: exact output lengths (ignore_eos), every
+// later turn served largely from the radix cache (it repeats the previous turn and its reply),
+// and the server's counters agree with the client's usage totals token for token.
+TEST_F(BenchE2e, SessionsGrowTheContextAndHitTheCache) {
+  const fs::path out = kWork / "sessions.jsonl";
+  const fs::path html = kWork / "sessions.html";
+  Delta d;
+  d.before = Counters(url_);
+  Cmd r = Mxserve("bench sessions --base-url " + url_ + " --model arith --tokenizer " + kModelDir +
+                  " --sessions 2 --turns 3 --system-len 160 --first-user-len 40"
+                  " --tool-result-len 60 --output-len 12 --request-timeout 120 --output-file " +
+                  out.string() + " --html-file " + html.string());
+  d.after = CountersAfter(url_, d.before, 7);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::vector<json> lines = JsonLines(out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  const json& j = lines[0];
+  SCOPED_TRACE(j.dump().substr(0, 2000));
+  EXPECT_EQ(j["api"], "chat");
+  EXPECT_EQ(j["units"], "tokens");
+  EXPECT_EQ(j["completed_sessions"], 2);
+  EXPECT_EQ(j["failed_sessions"], 0);
+  ASSERT_EQ(j["per_turn"].size(), 3u);
+  int64_t prev_prompt = 0;
+  for (const json& t : j["per_turn"]) {
+    EXPECT_EQ(t["completed"], 2);
+    EXPECT_EQ(t["total_output_tokens"], 2 * 12);
+    // The context grows by the reply and a tool result each turn.
+    EXPECT_GT(t["total_input_tokens"].get<int64_t>(), prev_prompt);
+    prev_prompt = t["total_input_tokens"].get<int64_t>();
+    const json& c = t["cache_report"];
+    EXPECT_LE(c["total_cached_tokens"].get<int64_t>(), c["total_prompt_tokens"].get<int64_t>());
+    EXPECT_GT(t["median_ttft_ms"].get<double>(), 0);
+    EXPECT_GT(t["expected_cache_hit_pct"].get<double>(), 0);
+  }
+  // The warmed system prompt is more than a page; turns 2 and 3 repeat at least two pages per
+  // session.
+  EXPECT_GE(j["per_turn"][0]["cache_report"]["total_cached_tokens"].get<int64_t>(), 2 * kPageSize);
+  for (int t = 1; t < 3; ++t) {
+    EXPECT_GE(j["per_turn"][t]["cache_report"]["total_cached_tokens"].get<int64_t>(),
+              2 * 2 * kPageSize)
+        << t;
+  }
+  EXPECT_GT(j["mean_session_completion_s"].get<double>(), 0);
+  EXPECT_GT(j["overall"]["stream_output_tok_s"].get<double>(), 0);
+  // The warm-up (max_tokens 1) and the six turns.
+  EXPECT_EQ(d["requests_total"], 7);
+  EXPECT_EQ(d["generation_tokens_total"], 1 + 6 * 12);
+  // The server counted the warm-up's prompt besides the turns'; the warm-up itself hit nothing
+  // (a fresh server per test), so every cached token it counted is a turn's.
+  EXPECT_GT(d["prompt_tokens_total"], j["overall"]["total_input_tokens"].get<int64_t>());
+  EXPECT_EQ(d["cached_prompt_tokens_total"],
+            j["overall"]["cache_report"]["total_cached_tokens"].get<int64_t>());
+  EXPECT_NE(Slurp(html).find("<svg"), std::string::npos);
+}
+
+// Anthropic Messages and OpenAI Responses: the server accepts every turn's body (the replies,
+// reasoning included, sent back in each API's own shape).
+TEST_F(BenchE2e, SessionsOverMessagesAndResponses) {
+  for (const std::string api : {"messages", "responses"}) {
+    SCOPED_TRACE(api);
+    const fs::path out = kWork / ("sessions-" + api + ".jsonl");
+    Cmd r = Mxserve("bench sessions --api " + api + " --base-url " + url_ +
+                    " --model arith --tokenizer " + kModelDir +
+                    " --sessions 2 --turns 2 --system-len 80 --first-user-len 20"
+                    " --tool-result-len 30 --output-len 8 --request-timeout 120 --html-file ''"
+                    " --output-file " +
+                    out.string());
+    const std::vector<json> lines = JsonLines(out);
+    ASSERT_EQ(lines.size(), 1u) << r.out;
+    const json& j = lines[0];
+    SCOPED_TRACE(j.dump().substr(0, 2000));
+    EXPECT_EQ(j["api"], api);
+    // No EOS override in these APIs: a turn that yields no token at all fails as no_output,
+    // never as a rejected request.
+    for (const auto& [kind, n] : j["errors_by_kind"].items()) EXPECT_EQ(kind, "no_output");
+    EXPECT_EQ(j["completed_sessions"].get<int>() + j["failed_sessions"].get<int>(), 2);
+    EXPECT_GE(j["per_turn"][0]["completed"].get<int>(), 1);
+  }
+}
+
 }  // namespace
