@@ -36,7 +36,7 @@ void SkipToolSpace(std::string_view s, size_t* pos) {
 }
 
 // The JSON types a property schema allows: "type" (a string or a list), else those of the
-// anyOf / oneOf members, else "string" for an enum of strings.
+// anyOf / oneOf members.
 std::vector<std::string> SchemaTypes(const Json* schema) {
   std::vector<std::string> out;
   if (schema == nullptr || !schema->is_object()) return out;
@@ -55,11 +55,6 @@ std::vector<std::string> SchemaTypes(const Json* schema) {
         for (std::string& t : SchemaTypes(&member)) out.push_back(std::move(t));
       }
     }
-  }
-  if (auto e = schema->find("enum"); out.empty() && e != schema->end() && e->is_array()) {
-    const bool strings =
-        std::all_of(e->begin(), e->end(), [](const Json& x) { return x.is_string(); });
-    if (strings && !e->empty()) out.emplace_back("string");
   }
   return out;
 }
@@ -92,6 +87,14 @@ Json TypedArgument(const std::string& value, const Json* schema) {
     if (t == "boolean" && (lower == "true" || lower == "false")) return lower == "true";
     if (t == "array" && parsed.is_array()) return parsed;
     if (t == "object" && parsed.is_object()) return parsed;
+  }
+  if (types.empty() && schema != nullptr && schema->is_object() && schema->contains("enum") &&
+      (*schema)["enum"].is_array()) {
+    // An untyped enum: the member the text is, as JSON (the forced grammar's form) or raw
+    // (the template's form for a string).
+    const Json& e = (*schema)["enum"];
+    if (!parsed.is_discarded() && std::find(e.begin(), e.end(), parsed) != e.end()) return parsed;
+    if (std::find(e.begin(), e.end(), Json(value)) != e.end()) return value;
   }
   if (types.empty() && !parsed.is_discarded()) return parsed;
   return value;  // not what the schema says: the text as the model wrote it

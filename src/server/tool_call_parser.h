@@ -5,8 +5,8 @@
 // GLM writes every value as text (a string as it is, anything else as JSON); the declared
 // tool's parameter schema types it back: "string" keeps the text, "integer" / "number" /
 // "boolean" / "null" / "array" / "object" convert it (a value that does not convert stays a
-// string); a key without a schema type becomes the JSON value when the text is JSON, else a
-// string.
+// string); an untyped enum takes the member the text is (as JSON or raw); a key without a
+// schema type becomes the JSON value when the text is JSON, else a string.
 //
 // Streaming and non-streaming share this one incremental parser, and a call is emitted whole
 // when its `</tool_call>` arrives, so the calls and the text are the same however the output

@@ -266,6 +266,8 @@ TEST(ToolCallParser, ValuesAreTypedByTheSchema) {
                      C{"in", "None", nullptr},
                      C{"in", "12", 12},
                      C{"e", "1", "1"},
+                     C{"e", "\"x\"", "x"},
+                     C{"e", "x", "x"},
                      C{"none", "[2]", Json::parse("[2]")},
                      C{"none", "plain text", "plain text"}}) {
     const Json* schema = &schemas[c.key];
