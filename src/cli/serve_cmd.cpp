@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -41,7 +42,8 @@ struct ServeArgs {
   std::string api_key_file;
   // HTTP deadlines in seconds (server::HttpLimits holds them in ms).
   double head_timeout_s = 10, body_timeout_s = 60, idle_timeout_s = 5, write_timeout_s = 30;
-  int dp = 1;  // engine replicas per model (engine/dp_engine.h)
+  double sse_keepalive_s = 4;  // --sse-keepalive-interval
+  int dp = 1;                  // engine replicas per model (engine/dp_engine.h)
   std::string load_balance_method = "round_robin";
   int tp = 0;  // tensor-parallel ranks (0: not given)
   int ep = 0;  // expert-parallel ranks (0: not given)
@@ -168,6 +170,7 @@ Status ResolveServeArgs(ServeArgs& a, LoadBalanceMethod* method) {
   a.server.http.write_timeout = ms(a.write_timeout_s);
   a.server.shutdown_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(a.shutdown_timeout_s * 1000));
+  a.server.sse_keepalive = std::max(ms(a.sse_keepalive_s), std::chrono::milliseconds(1));
   if (a.dp < 1) return InvalidArgument("--dp must be >= 1, got {}", a.dp);
   MX_ASSIGN_OR_RETURN(*method, ParseLoadBalanceMethod(a.load_balance_method));
   return ResolveParallel(a, a.engine);
@@ -369,6 +372,32 @@ VerbRun SetupServe(CLI::App& app) {
   sub->add_option("--shutdown-timeout", a->shutdown_timeout_s,
                   "seconds running requests may take to finish after SIGTERM")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--sse-keepalive-interval", a->sse_keepalive_s,
+                  "seconds a stream may stay quiet (a long prefill) before a keep-alive: an SSE "
+                  "comment, Anthropic's ping, Responses' response.in_progress")
+      ->check(CLI::Range(0.001, 3600.0))
+      ->capture_default_str();
+  // Agent sessions: reasoning kept in the history, thinking budgets, tool-call constraint.
+  sub->add_flag("--clear-thinking", a->server.clear_thinking,
+                "render templates that take clear_thinking (GLM-4.7, GLM-5.x) with it true when a "
+                "request does not say: earlier turns' reasoning is dropped (default: kept, so "
+                "prompts only grow and the prefix cache holds every previous turn)");
+  sub->add_flag("--no-tool-call-constraint{false}", a->server.tool_call_constraint,
+                "under tool_choice auto, leave a tool call the model opens unconstrained (default: "
+                "the rest of the call follows the declared tools' grammar, so it parses)");
+  server::EffortBudgets& eb = a->server.effort_budgets;
+  sub->add_option("--reasoning-budget-low", eb.low,
+                  "thinking budget in tokens for reasoning effort low (0: unbounded)")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
+  sub->add_option("--reasoning-budget-medium", eb.medium,
+                  "thinking budget in tokens for reasoning effort medium (0: unbounded)")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
+  sub->add_option("--reasoning-budget-high", eb.high,
+                  "thinking budget in tokens for reasoning effort high and xhigh (0: unbounded)")
+      ->check(CLI::Range(0, 1 << 30))
       ->capture_default_str();
   // Structured output: a client's schema, regex or grammar decides these sizes (beyond: 400).
   grammar::GrammarCacheOptions& g = a->server.grammars;

@@ -4,6 +4,8 @@
 // ignore_eos, the grammar waits for its start token, aborts release constrained requests.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <random>
 #include <string>
@@ -366,6 +368,148 @@ TEST(Constraint, GrammarStartsAfterItsStartTokenAndAbortEndsIt) {
   StreamResult dr = Drain(**ds);
   EXPECT_FALSE(dr.last.error.ok());
   EXPECT_NE(dr.last.error.message().find("constraint"), std::string::npos);
+}
+
+// A repeating span (tool_choice auto: a tool call after each <tool_call>): after every start
+// token the grammar holds until complete, then the model is free again, and the request is not
+// ended by the grammar. Checked token by token against the fake model's own choices.
+TEST(Constraint, RepeatingSpanAppliesAfterEachStartToken) {
+  const int32_t eos = 319;
+  auto e = MakeFake(eos);
+  ASSERT_NE(e, nullptr);
+  auto vocab = FakeVocab(320, eos);
+  grammar::GrammarCache cache(vocab);
+  auto g = cache.Get({grammar::ConstraintKind::kRegex, "[0-9]{2}", {}});
+  ASSERT_TRUE(g.ok());
+  int spans = 0;
+  for (const std::vector<int32_t>& prompt :
+       {std::vector<int32_t>{5, 17, 200, 33}, std::vector<int32_t>{9, 9, 1}}) {
+    const std::vector<int32_t> free_run = FakeGreedy(prompt, 4, 320);
+    for (int32_t start : {free_run[1], free_run[0]}) {
+      GenerationRequest r;
+      r.prompt = prompt;
+      r.max_tokens = 60;
+      r.ignore_eos = true;
+      r.sampling.temperature = 0;
+      r.constraint = *g;
+      r.constraint_after_token = start;
+      r.constraint_repeats = true;
+      auto s = e->Submit(r);
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      const StreamResult out = Drain(**s);
+      EXPECT_TRUE(out.last.error.ok()) << out.last.error.ToString();
+      EXPECT_EQ(out.last.finish, FinishReason::kLength);  // the grammar never ends it
+      ASSERT_EQ(out.tokens.size(), 60u);
+      bool in_span = false;
+      std::string span;
+      std::vector<int32_t> ctx = prompt;
+      for (int32_t t : out.tokens) {
+        if (in_span) {
+          span += vocab->bytes(t);
+          ASSERT_LE(span.size(), 2u) << span;
+          if (span.size() == 2) {
+            EXPECT_TRUE(std::isdigit(span[0]) && std::isdigit(span[1])) << span;
+            in_span = false;
+            ++spans;
+          }
+        } else {
+          EXPECT_EQ(t, FakeGreedy(ctx, 1, 320)[0]);  // free: the model's own token
+          in_span = t == start;
+          span.clear();
+        }
+        ctx.push_back(t);
+      }
+    }
+  }
+  EXPECT_GE(spans, 4);
+}
+
+// A thinking budget: after that many reasoning tokens the next token is the end of thinking,
+// whatever the model would have written; then the model goes on from it (once).
+TEST(ThinkingBudget, EndsTheReasoningWithTheEndTokenOnce) {
+  const int32_t eos = 319;
+  auto e = MakeFake(eos);
+  ASSERT_NE(e, nullptr);
+  const std::vector<int32_t> prompt = {5, 17, 200, 33};
+  const std::vector<int32_t> free_run = FakeGreedy(prompt, 6, 320);
+  int32_t end = 300;  // a token the free run does not write early
+  while (std::find(free_run.begin(), free_run.end(), end) != free_run.end() || end == eos) --end;
+  auto run = [&](int32_t budget, bool open, int32_t start, int32_t end_token) {
+    GenerationRequest r;
+    r.prompt = prompt;
+    r.max_tokens = 10;
+    r.ignore_eos = true;
+    r.sampling.temperature = 0;
+    r.thinking_budget = budget;
+    r.think_end_token = end_token;
+    r.think_start_token = start;
+    r.reasoning_open = open;
+    auto s = e->Submit(r);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? Drain(**s).tokens : std::vector<int32_t>{};
+  };
+  auto follows = [&](const std::vector<int32_t>& out, size_t n) {
+    std::vector<int32_t> ctx = prompt;
+    ctx.insert(ctx.end(), out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n));
+    const std::vector<int32_t> rest = FakeGreedy(ctx, static_cast<int>(out.size() - n), 320);
+    return std::equal(rest.begin(), rest.end(), out.begin() + static_cast<std::ptrdiff_t>(n));
+  };
+  // Budget 3 in an open reasoning: three free tokens, the end token, then the model again.
+  std::vector<int32_t> out = run(3, true, -1, end);
+  ASSERT_EQ(out.size(), 10u);
+  EXPECT_EQ(std::vector<int32_t>(out.begin(), out.begin() + 3),
+            std::vector<int32_t>(free_run.begin(), free_run.begin() + 3));
+  EXPECT_EQ(out[3], end);
+  EXPECT_TRUE(follows(out, 4));
+  // Budget 0: the reasoning ends at once.
+  out = run(0, true, -1, end);
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out[0], end);
+  EXPECT_TRUE(follows(out, 1));
+  // Reasoning opened by the first output token: that token is not counted.
+  out = run(2, false, free_run[0], end);
+  ASSERT_EQ(out.size(), 10u);
+  EXPECT_EQ(std::vector<int32_t>(out.begin(), out.begin() + 3),
+            std::vector<int32_t>(free_run.begin(), free_run.begin() + 3));
+  EXPECT_EQ(out[3], end);
+  // Not open and no start token: no reasoning, nothing forced.
+  out = run(0, false, -1, end);
+  EXPECT_EQ(std::vector<int32_t>(out.begin(), out.begin() + 6), free_run);
+  // A model that ends its reasoning within the budget is left alone.
+  out = run(3, true, -1, free_run[1]);
+  EXPECT_EQ(std::vector<int32_t>(out.begin(), out.begin() + 6), free_run);
+}
+
+// The same on the bundled model, plain and speculative: the end of thinking comes within the
+// budget and exactly once.
+TEST(ThinkingBudget, BundledModelPlainAndSpeculative) {
+  auto tok = tok::Tokenizer::FromFile(kBundledModelDir + "/tokenizer.json");
+  ASSERT_TRUE(tok.ok());
+  const int32_t end = *tok->TokenId("</think>");
+  std::vector<int32_t> prompt = ArithPrompts(1)[0];
+  ASSERT_EQ(prompt.back(), end);  // rendered with thinking off: reopen it
+  prompt.back() = *tok->TokenId("<think>");
+  for (int spec : {0, 2}) {
+    auto e = MakeBundled(spec);
+    ASSERT_NE(e, nullptr);
+    for (int32_t budget : {0, 1, 5}) {
+      GenerationRequest r;
+      r.prompt = prompt;
+      r.max_tokens = 24;
+      r.sampling.temperature = 0;
+      r.thinking_budget = budget;
+      r.think_end_token = end;
+      r.reasoning_open = true;
+      auto s = e->Submit(r);
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      const StreamResult out = Drain(**s);
+      EXPECT_TRUE(out.last.error.ok());
+      const auto at = std::find(out.tokens.begin(), out.tokens.end(), end);
+      ASSERT_NE(at, out.tokens.end()) << "spec " << spec << " budget " << budget;
+      EXPECT_LE(at - out.tokens.begin(), budget) << "spec " << spec;
+      EXPECT_EQ(std::count(out.tokens.begin(), out.tokens.end(), end), 1) << "spec " << spec;
+    }
+  }
 }
 
 }  // namespace

@@ -45,8 +45,22 @@ struct GenerationRequest {
   // Structured output (engine/request_constraint.h): every token is drawn from what this
   // grammar allows, and the request stops when the grammar is complete. With
   // constraint_after_token >= 0 the grammar applies only after that token (GLM's </think>).
+  // With constraint_repeats the grammar is a span that may recur: it applies after each
+  // constraint_after_token until complete, and never ends the request (tool_choice auto: the
+  // rest of a tool call once the model writes <tool_call>; engine/request_constraint.h).
   std::shared_ptr<const grammar::CompiledGrammar> constraint;
   int32_t constraint_after_token = -1;
+  bool constraint_repeats = false;
+  // A thinking budget (with think_end_token >= 0 and thinking_budget >= 0): the output is inside
+  // the reasoning from its start when reasoning_open (the prompt left `<think>` open), or from
+  // a first output token think_start_token; after thinking_budget tokens of reasoning the next
+  // token is think_end_token (the model's own end of thinking), and the answer follows. A
+  // tool_call_token written inside the reasoning ends it too (GLM may open a call there).
+  int32_t thinking_budget = -1;
+  int32_t think_end_token = -1;
+  int32_t think_start_token = -1;
+  int32_t tool_call_token = -1;
+  bool reasoning_open = false;
 };
 
 struct TokenLogprob {

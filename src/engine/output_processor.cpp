@@ -2,6 +2,8 @@
 #include "engine/output_processor.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace mx {
 
@@ -25,7 +27,10 @@ void OutputProcessor::Init(ScheduledRequest& r) const {
     for (int32_t t : q.prompt) r.penalty.seen[t] = 1;
   }
   if (tokenizer_ != nullptr && !q.stop.empty()) r.stop.emplace(*tokenizer_, q.stop);
-  if (q.constraint) r.constraint.emplace(q.constraint, q.constraint_after_token);
+  if (q.constraint) {
+    r.constraint.emplace(q.constraint, q.constraint_after_token, q.constraint_repeats);
+  }
+  r.in_reasoning = q.think_end_token >= 0 && q.reasoning_open;
 }
 
 int32_t OutputProcessor::Sample(ScheduledRequest& r, std::span<float> logits, int32_t draft) const {
@@ -36,6 +41,13 @@ int32_t OutputProcessor::Sample(ScheduledRequest& r, std::span<float> logits, in
     if (!q.ignore_eos) MaskTokens(eos_ids_, logits);
   }
   if (r.constraint) r.constraint->Mask(logits);
+  if (r.in_reasoning && q.thinking_budget >= 0 && r.reasoning_tokens >= q.thinking_budget &&
+      q.think_end_token < static_cast<int32_t>(logits.size())) {
+    // The budget is spent: the model's own end of thinking is the only token left.
+    const float keep = logits[q.think_end_token];
+    std::fill(logits.begin(), logits.end(), -std::numeric_limits<float>::infinity());
+    logits[q.think_end_token] = std::isfinite(keep) ? keep : 0.0f;
+  }
   return draft >= 0 ? r.sampler.SampleSpeculative(logits, draft) : r.sampler.Sample(logits);
 }
 
@@ -59,6 +71,17 @@ std::optional<OutputProcessor::Ending> OutputProcessor::Append(
   if (!r.penalty.seen.empty()) r.penalty.seen[token] = 1;
   r.pending.tokens.push_back(token);
   r.pending.token_times.push_back(r.SecondsTo(now));
+  if (q.think_end_token >= 0) {
+    if (r.in_reasoning) {
+      if (token == q.think_end_token || token == q.tool_call_token) {
+        r.in_reasoning = false;
+      } else {
+        ++r.reasoning_tokens;
+      }
+    } else if (r.n_output() == 1 && token == q.think_start_token && r.reasoning_tokens == 0) {
+      r.in_reasoning = true;
+    }
+  }
 
   const int32_t n_out = r.n_output();
   std::optional<StopMatcher::Match> sm;

@@ -7,20 +7,25 @@
 namespace mx {
 
 RequestConstraint::RequestConstraint(std::shared_ptr<const grammar::CompiledGrammar> g,
-                                     int32_t start_after_token)
-    : matcher_(std::move(g)), start_after_(start_after_token), active_(start_after_token < 0) {}
+                                     int32_t start_after_token, bool repeats)
+    : grammar_(std::move(g)),
+      start_after_(start_after_token),
+      repeats_(repeats && start_after_token >= 0),
+      active_(start_after_token < 0) {
+  matcher_.emplace(grammar_);
+}
 
 void RequestConstraint::Prefetch() {
   if (!active_ || cur_ < ready_) return;  // else cur_ == ready_ == 0 (Accept resets both)
   if (masks_.size() < chain_.size() + 1) masks_.resize(chain_.size() + 1);
-  matcher_.FillMask(&masks_[0]);
+  matcher_->FillMask(&masks_[0]);
   ready_ = 1;
   // Along the chain (TrimDrafts kept only tokens the grammar takes; stop at its end anyway).
   for (int32_t t : chain_) {
-    if (matcher_.Terminated() || !matcher_.AcceptToken(t)) break;
-    matcher_.FillMask(&masks_[ready_++]);
+    if (matcher_->Terminated() || !matcher_->AcceptToken(t)) break;
+    matcher_->FillMask(&masks_[ready_++]);
   }
-  matcher_.Rollback(static_cast<int>(ready_ - 1));
+  matcher_->Rollback(static_cast<int>(ready_ - 1));
 }
 
 void RequestConstraint::Mask(std::span<float> logits) {
@@ -30,7 +35,7 @@ void RequestConstraint::Mask(std::span<float> logits) {
   for (float x : logits) {
     if (!std::isinf(x) || x > 0) return;
   }
-  const grammar::VocabIndex& v = matcher_.vocab();
+  const grammar::VocabIndex& v = matcher_->vocab();
   for (int32_t id : v.eos_ids()) {
     if (id >= 0 && static_cast<size_t>(id) < logits.size()) logits[id] = 0.0f;
   }
@@ -43,8 +48,15 @@ bool RequestConstraint::Accept(int32_t token) {
     cur_ = ready_ = 0;
     return true;
   }
-  const bool ok = matcher_.AcceptToken(token);
+  const bool ok = matcher_->AcceptToken(token);
   if (!ok) return false;
+  if (repeats_ && matcher_->Complete()) {  // the span is written: free until the next start
+    matcher_.emplace(grammar_);
+    active_ = false;
+    chain_.clear();
+    cur_ = ready_ = 0;
+    return true;
+  }
   if (cur_ < chain_.size() && chain_[cur_] == token && cur_ + 1 < ready_) {
     ++cur_;  // the chain's next state: its mask is ready
   } else {
@@ -64,10 +76,10 @@ void RequestConstraint::TrimDrafts(std::vector<int32_t>* drafts) {
       active = t == start_after_;
       continue;
     }
-    if (!matcher_.AcceptToken(t)) break;
+    if (!matcher_->AcceptToken(t)) break;
     ++accepted;
   }
-  matcher_.Rollback(accepted);
+  matcher_->Rollback(accepted);
   drafts->resize(k);
   // The chain Prefetch walks: from the current state, so only while the grammar is already on.
   chain_.clear();

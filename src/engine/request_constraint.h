@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <thread>
 #include <vector>
@@ -37,7 +38,12 @@ namespace mx {
 
 class RequestConstraint {
  public:
-  RequestConstraint(std::shared_ptr<const grammar::CompiledGrammar> g, int32_t start_after_token);
+  // repeats: the grammar is one span of the output that may recur (GLM's tool call after its
+  // <tool_call>, under tool_choice auto): it applies after each start token, and once complete
+  // (no byte can follow) the output is free again until the next start token; it never ends the
+  // request. REQUIRES: start_after_token >= 0 when repeats.
+  RequestConstraint(std::shared_ptr<const grammar::CompiledGrammar> g, int32_t start_after_token,
+                    bool repeats = false);
 
   // Computes the mask of the current state for the next Mask, and those of the states along the
   // chain TrimDrafts kept (no-op before the start token).
@@ -53,12 +59,14 @@ class RequestConstraint {
   // refuses, and keeps what is left as the chain Prefetch walks; the state is unchanged.
   void TrimDrafts(std::vector<int32_t>* drafts);
   // The grammar took its EOS: the output is complete and the request must stop.
-  bool Terminated() const { return matcher_.Terminated(); }
+  bool Terminated() const { return matcher_->Terminated(); }
   bool active() const { return active_; }
 
  private:
-  grammar::TokenMatcher matcher_;
+  std::shared_ptr<const grammar::CompiledGrammar> grammar_;
+  std::optional<grammar::TokenMatcher> matcher_;  // always set (emplaced again on a repeat)
   int32_t start_after_;
+  bool repeats_;
   bool active_;
   // masks_[cur_] is the current state's mask when cur_ < ready_ (Prefetch ran since the last
   // Accept that left the chain); masks_[cur_ + i] that of the state after chain_[cur_..cur_+i).

@@ -99,6 +99,10 @@ struct ScheduledRequest {
   int64_t mtp_len = 0;
   std::vector<float> mtp_hidden;
   std::optional<RequestConstraint> constraint;  // structured output
+  // The thinking budget's count (GenerationRequest::thinking_budget): inside the reasoning now,
+  // and its tokens so far.
+  bool in_reasoning = false;
+  int32_t reasoning_tokens = 0;
 
   explicit ScheduledRequest(const SamplingParams& p) : sampler(p) {}
   int64_t seq() const { return static_cast<int64_t>(id); }  // its KV sequence id

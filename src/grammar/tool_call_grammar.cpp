@@ -92,8 +92,9 @@ Status RawString(GrammarBuilder& b, const Json& s, const std::string& path, Elem
   return b.status();
 }
 
-// One function's `\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>` items.
-Status Arguments(GrammarBuilder& b, const Json& fn, const JsonOptions& opt, Seq* out) {
+// One function's `\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>` items; each `\n` is `nl`.
+Status Arguments(GrammarBuilder& b, const Json& fn, const JsonOptions& opt, const Seq& nl,
+                 Seq* out) {
   const std::string name = fn["name"].get<std::string>();
   if (!fn.contains("parameters") || fn["parameters"].is_null()) return Status::Ok();
   const Json& params = fn["parameters"];
@@ -132,7 +133,10 @@ Status Arguments(GrammarBuilder& b, const Json& fn, const JsonOptions& opt, Seq*
       Status s = CompileJsonSchema(b, schema, jopt, &value, &params);
       if (!s.ok()) return s.WithContext(fmt::format("tool parameter '{}'", path));
     }
-    Seq item = b.Literal("\n<arg_key>" + key + "</arg_key>\n<arg_value>");
+    Seq item = nl;
+    b.AppendLiteral("<arg_key>" + key + "</arg_key>", &item);
+    item.insert(item.end(), nl.begin(), nl.end());
+    b.AppendLiteral("<arg_value>", &item);
     item.push_back(value);
     b.AppendLiteral("</arg_value>", &item);
     if (required.contains(key)) {
@@ -152,7 +156,11 @@ Result<Grammar> ToolCallGrammar(const Json& spec, const JsonOptions& opt,
     return InvalidArgument("a tool-call constraint needs a tools array");
   }
   const bool any = !spec.contains("name") || spec["name"].is_null();
+  const bool after_open = spec.value("after_open", false);
   GrammarBuilder b(limits);
+  // note: the forced form writes a newline between the parts (GLM-4.5's); once the model has
+  // opened a call itself, its own form is taken with or without them (GLM-4.7 writes none).
+  const Seq nl = after_open ? Seq{b.Alt({{}, b.Literal("\n")}, "nl")} : b.Literal("\n");
   std::vector<Seq> calls;
   for (const Json& t : spec["tools"]) {
     if (!t.is_object() || !t.contains("function") || !t["function"].is_object() ||
@@ -165,9 +173,10 @@ Result<Grammar> ToolCallGrammar(const Json& spec, const JsonOptions& opt,
     if (name.empty() || name.find_first_of("<\n") != std::string::npos) {
       return InvalidArgument("tool name '{}' cannot be written in a tool call", name);
     }
-    Seq call = b.Literal("<tool_call>" + name);
-    MX_RETURN_IF_ERROR(Arguments(b, fn, opt, &call));
-    b.AppendLiteral("\n</tool_call>", &call);
+    Seq call = b.Literal(after_open ? name : "<tool_call>" + name);
+    MX_RETURN_IF_ERROR(Arguments(b, fn, opt, nl, &call));
+    call.insert(call.end(), nl.begin(), nl.end());
+    b.AppendLiteral("</tool_call>", &call);
     calls.push_back(std::move(call));
   }
   if (calls.empty()) {
@@ -175,6 +184,11 @@ Result<Grammar> ToolCallGrammar(const Json& spec, const JsonOptions& opt,
                                      : fmt::format("no tool named {}", spec["name"].dump()));
   }
   const Elem call = b.Alt(std::move(calls), "call");
+  if (after_open) {  // the rest of one call: complete at its </tool_call>
+    const uint32_t rest = b.NewRule("root");
+    b.AddAlt(rest, {call});
+    return b.Finish(rest);
+  }
   const Elem lead = b.Alt({{}, b.Literal("\n")}, "lead");
   const uint32_t root = b.NewRule("root");
   if (any && spec.value("parallel", true)) {

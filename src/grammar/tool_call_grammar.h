@@ -29,7 +29,10 @@
 namespace mx::grammar {
 
 // spec: {"tools": [OpenAI tools], "name": "NAME" | null (null: any of them), "parallel": bool
-// (optional, default true: with no name, one or more calls)}.
+// (optional, default true: with no name, one or more calls), "after_open": bool (optional,
+// default false: true is the rest of one call after its `<tool_call>`, NAME first, complete at
+// its `</tool_call>`, each newline above optional: what tool_choice auto constrains once the
+// model opens a call)}.
 Result<Grammar> ToolCallGrammar(const nlohmann::ordered_json& spec, const JsonOptions& opt,
                                 const GrammarLimits& limits);
 

@@ -95,6 +95,32 @@ bool Split(const std::string& s, std::string* name,
   return s.substr(p) == "\n</tool_call>";
 }
 
+// after_open: the rest of one call once the model has written <tool_call> (tool_choice auto),
+// complete at its </tool_call>: nothing may follow.
+TEST(ToolCallGrammar, AfterOpenIsTheRestOfOneCall) {
+  auto rest = Share(ToolCallGrammar(
+      {{"tools", Json::parse(kTools)}, {"name", nullptr}, {"after_open", true}}, {}, {}));
+  ASSERT_NE(rest, nullptr);
+  const std::string call =
+      "get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>"
+      "\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>";
+  EXPECT_TRUE(Matches(rest, call));
+  EXPECT_TRUE(Matches(rest, "noop\n</tool_call>"));
+  EXPECT_TRUE(Matches(rest, "noop</tool_call>"));  // GLM-4.7 writes no newlines
+  EXPECT_TRUE(Matches(rest,
+                      "get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>"
+                      "<arg_key>days</arg_key>\n<arg_value>3</arg_value></tool_call>"));
+  EXPECT_FALSE(Matches(rest, "noop\n\n</tool_call>"));
+  EXPECT_FALSE(Matches(rest, "<tool_call>" + call));
+  EXPECT_FALSE(Matches(rest, "\n" + call));
+  EXPECT_FALSE(Matches(rest, "other\n</tool_call>"));
+  EXPECT_FALSE(Matches(rest, call + "\n<tool_call>noop\n</tool_call>"));
+  Matcher m(rest);
+  ASSERT_TRUE(m.AcceptBytes(call));
+  EXPECT_TRUE(m.Complete());
+  EXPECT_TRUE(m.CanEnd());
+}
+
 TEST(ToolCallGrammar, RandomCallsSplitAndValidate) {
   auto g = Tools("get_weather");
   ASSERT_NE(g, nullptr);

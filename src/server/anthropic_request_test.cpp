@@ -79,7 +79,7 @@ TEST(AnthropicRequest, ToolChoiceAndThinkingMapToChat) {
   EXPECT_EQ(r.thinking_budget, 1024);
   ASSERT_FALSE(Parse(head + R"(,"thinking":{"type":"adaptive"}})", &r));
   EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], true);
-  EXPECT_EQ(r.thinking_budget, 0);
+  EXPECT_EQ(r.thinking_budget, -1);
   ASSERT_FALSE(Parse(head + R"(,"thinking":{"type":"disabled"}})", &r));
   EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], false);
   ASSERT_FALSE(

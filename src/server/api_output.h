@@ -22,7 +22,8 @@ namespace mx::server {
 struct GenerationResult {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
-  int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache
+  int64_t cached_tokens = 0;     // prompt tokens served from the prefix cache
+  int64_t reasoning_tokens = 0;  // completion tokens inside the reasoning
   const ChoiceDelta* total = nullptr;
   std::optional<ApiError> error;  // the engine failed the request
 };
@@ -34,8 +35,8 @@ class ApiOutput {
   virtual std::string StreamStart() = 0;
   // Records one delta; returns the SSE bytes a stream sends for it ("" for none).
   virtual std::string Delta(const ChoiceDelta& d) = 0;
-  // What a quiet stream sends now and then.
-  virtual std::string Heartbeat() { return ": ping\n\n"; }
+  // What a quiet stream sends every --sse-keepalive-interval (a long prefill).
+  virtual std::string Heartbeat() { return ": keep-alive\n\n"; }
   // Called once when the generation has ended, before StreamEnd or Final.
   virtual void Finish(const GenerationResult& r) = 0;
   // SSE bytes that close a stream. REQUIRES: Finish called.

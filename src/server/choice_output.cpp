@@ -28,7 +28,10 @@ ChoiceOutput::ChoiceOutput(const tok::Tokenizer& tokenizer, ChoiceOptions option
     : tokenizer_(tokenizer),
       opts_(std::move(options)),
       detok_(tokenizer, /*skip_special_tokens=*/false) {
-  if (opts_.split_reasoning) reasoning_.emplace(opts_.reasoning_starts_open);
+  if (opts_.split_reasoning) {
+    reasoning_.emplace(opts_.reasoning_starts_open, /*end_on_tool_call=*/opts_.parse_tool_calls);
+  }
+  counting_reasoning_ = opts_.think_end_token >= 0 && opts_.reasoning_starts_open;
   if (opts_.parse_tool_calls) tools_.emplace(opts_.tools);
   for (const auto& s : opts_.stop) max_stop_ = std::max(max_stop_, s.size());
 }
@@ -68,6 +71,8 @@ void ChoiceOutput::Parse(std::string text, bool final, ChoiceDelta& d) {
   if (tools_) {
     auto emit = [&](ToolCallParser::Out t) {
       d.content += t.content;
+      unknown_tool_calls_ += t.unknown_tools;
+      malformed_tool_calls_ += t.malformed;
       for (auto& c : t.calls) {
         if (tool_calls_complete()) break;
         d.tool_calls.push_back(
@@ -136,6 +141,15 @@ ChoiceDelta ChoiceOutput::Push(const GenerationChunk& chunk) {
   for (size_t i = 0; i < chunk.tokens.size(); ++i) {
     const int32_t id = chunk.tokens[i];
     ++completion_tokens_;
+    if (counting_reasoning_) {
+      if (id == opts_.think_end_token || id == opts_.tool_call_token) {
+        counting_reasoning_ = false;
+      } else {
+        ++reasoning_tokens_;
+      }
+    } else if (completion_tokens_ == 1 && id == opts_.think_start_token && id >= 0) {
+      counting_reasoning_ = opts_.think_end_token >= 0;
+    }
     d.token_ids.push_back(id);
     if (i < chunk.logprobs.size()) {
       LogprobEntry e{id, chunk.logprobs[i].logprob, {}};

@@ -36,6 +36,12 @@ struct ChoiceOptions {
   // > 0: after this many tool calls the output is complete (parallel tool calls off): what
   // follows is dropped and the finish reason is tool_calls however the request ends.
   int max_tool_calls = 0;
+  // Token ids (-1: none) by which reasoning tokens are counted (usage's reasoning_tokens): the
+  // output is inside the reasoning from the start when reasoning_starts_open, or from a first
+  // token think_start_token, until think_end_token or tool_call_token.
+  int32_t think_start_token = -1;
+  int32_t think_end_token = -1;
+  int32_t tool_call_token = -1;
 };
 
 struct ToolCallDelta {
@@ -84,6 +90,10 @@ class ChoiceOutput {
 
   const ChoiceDelta& total() const { return total_; }
   int32_t completion_tokens() const { return completion_tokens_; }
+  int32_t reasoning_tokens() const { return reasoning_tokens_; }
+  // Tool-call markup returned as content (tool_call_parser.h says why).
+  int unknown_tool_calls() const { return unknown_tool_calls_; }
+  int malformed_tool_calls() const { return malformed_tool_calls_; }
 
  private:
   // Decoded text waits in held_ (with a shown / hidden flag per byte) until no stop string
@@ -106,6 +116,10 @@ class ChoiceOutput {
   bool finished_ = false;
   int next_tool_index_ = 0;
   int32_t completion_tokens_ = 0;
+  int32_t reasoning_tokens_ = 0;
+  bool counting_reasoning_ = false;
+  int unknown_tool_calls_ = 0;
+  int malformed_tool_calls_ = 0;
   ChoiceDelta total_;
 };
 

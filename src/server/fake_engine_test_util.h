@@ -5,7 +5,8 @@
 // test has set it (the engine failed). Under a structured-output constraint each token is the
 // script's when the grammar allows it, else EOS when allowed, else one drawn at random (the
 // request's seed) from what the grammar allows: what a model with arbitrary logits would
-// write under the mask.
+// write under the mask. The grammar applies after constraint_after_token when one is given
+// (again after each one with constraint_repeats, until complete).
 #pragma once
 
 #include <algorithm>
@@ -128,6 +129,7 @@ class FakeEngine : public Engine {
         : engine(e), rid(id), req(std::move(r)), cached(cached), rng(req.sampling.seed) {
       next = std::chrono::steady_clock::now() + e->step_;
       if (req.constraint) matcher.emplace(req.constraint);
+      constrained = req.constraint_after_token < 0;
     }
     int32_t Constrained(int32_t want) {
       matcher->FillMask(&mask);
@@ -166,7 +168,15 @@ class FakeEngine : public Engine {
         c.finish = FinishReason::kAbort;
       } else {
         int32_t tok = engine->script_[pos % engine->script_.size()];
-        if (matcher) tok = Constrained(tok);
+        if (matcher && constrained) {
+          tok = Constrained(tok);
+          if (req.constraint_repeats && matcher->Complete()) {  // free until the next start
+            matcher.emplace(req.constraint);
+            constrained = false;
+          }
+        } else if (matcher && tok == req.constraint_after_token) {
+          constrained = true;
+        }
         ++pos;
         c.tokens.push_back(tok);
         if (req.top_logprobs >= 0) {
@@ -214,6 +224,7 @@ class FakeEngine : public Engine {
     std::chrono::steady_clock::time_point next;
     std::mt19937_64 rng;
     std::optional<grammar::TokenMatcher> matcher;
+    bool constrained = true;  // the grammar applies to the next token
     grammar::TokenBitmask mask;
   };
 

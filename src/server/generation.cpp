@@ -29,9 +29,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
-// A quiet stream gets an SSE comment this often.
-constexpr auto kSsePingPeriod = std::chrono::seconds(15);
-
 struct Prepared {
   std::vector<std::vector<int32_t>> prompt_ids;
   std::vector<std::string> prompt_texts;  // echo
@@ -50,12 +47,7 @@ struct Choice {
   bool got_first = false;
   int64_t text_offset = 0;  // completions logprobs
   std::string cumulative;   // /generate streaming sends cumulative text
-  // A thinking budget: the first request generates at most the budget; if the reasoning is
-  // still open then, a second one continues after `</think>` with the tokens left.
-  int32_t tokens_after_budget = 0;  // 0: no second request
-  int32_t think_end = -1;
-  int32_t first_cached = -1;  // the first request's cached prompt tokens (usage reports them)
-  bool ending = false;        // aborted by the server: its output is complete
+  bool ending = false;      // aborted by the server: its output is complete
 };
 
 struct Job {
@@ -161,7 +153,7 @@ uint64_t DrawSeed() {
 
 // Submits prompts x n engine requests; their ids join job.active.ids under `jobs_mu` (which
 // /abort_request holds while it reads them).
-std::optional<ApiError> SubmitAll(Job& job, Mutex& jobs_mu) {
+std::optional<ApiError> SubmitAll(Job& job, Mutex& jobs_mu, const ServerOptions& options) {
   ServedModel& m = *job.model;
   ParsedRequest& r = job.req;
   ChoiceOptions co;
@@ -173,6 +165,12 @@ std::optional<ApiError> SubmitAll(Job& job, Mutex& jobs_mu) {
   co.parse_tool_calls = chat && r.parse_tool_calls;
   co.tools = r.tools;
   co.max_tool_calls = r.parallel_tool_calls ? 0 : 1;
+  const auto think_start = m.tokenizer.TokenId("<think>");
+  const auto think_end = m.tokenizer.TokenId("</think>");
+  const auto tool_call = m.tokenizer.TokenId("<tool_call>");
+  co.think_start_token = chat && think_start ? *think_start : -1;
+  co.think_end_token = chat && think_end ? *think_end : -1;
+  co.tool_call_token = co.parse_tool_calls && tool_call ? *tool_call : -1;
   job.active.engine = m.engine.get();
   if (r.constraint) {
     auto g = m.grammars().Get(*r.constraint);
@@ -188,17 +186,34 @@ std::optional<ApiError> SubmitAll(Job& job, Mutex& jobs_mu) {
     }
     r.gen.constraint = *g;
     // A reasoning answer starts after </think>: the thinking stays free.
-    const auto think_end = m.tokenizer.TokenId("</think>");
     if (chat && job.prep.reasoning_open && think_end) r.gen.constraint_after_token = *think_end;
+  } else if (co.parse_tool_calls && tool_call && options.tool_call_constraint) {
+    // tool_choice auto: once the model opens a call, the rest of it follows the declared tools'
+    // grammar, so that what it writes parses (grammar/tool_call_grammar.h, after_open).
+    const Json spec{{"tools", r.tools}, {"name", nullptr}, {"after_open", true}};
+    auto g = m.grammars().Get({grammar::ConstraintKind::kToolCall, Dump(spec), {}});
+    if (g.ok()) {
+      r.gen.constraint = *g;
+      r.gen.constraint_after_token = *tool_call;
+      r.gen.constraint_repeats = true;
+    } else {
+      // note: a schema the grammar cannot express (or past its limits) leaves the calls free;
+      // the parser still types and checks them.
+      MX_LOG_DEBUG("request {}: tool calls unconstrained: {}", job.id, g.status().message());
+    }
+  }
+  if (chat && think_end && r.thinking_budget >= 0) {
+    // The engine ends the reasoning with </think> after the budget (GenerationRequest).
+    r.gen.thinking_budget = r.thinking_budget;
+    r.gen.think_end_token = *think_end;
+    r.gen.think_start_token = think_start ? *think_start : -1;
+    r.gen.tool_call_token = co.tool_call_token;
+    r.gen.reasoning_open = job.prep.reasoning_open;
   }
   for (size_t p = 0; p < job.prep.prompt_ids.size(); ++p) {
     for (int k = 0; k < r.n; ++k) {
       GenerationRequest g = r.gen;
       g.prompt = job.prep.prompt_ids[p];
-      const auto think_end = m.tokenizer.TokenId("</think>");
-      const bool budget = chat && job.prep.reasoning_open && think_end && r.thinking_budget > 0 &&
-                          r.thinking_budget + 1 < g.max_tokens;
-      if (budget) g.max_tokens = r.thinking_budget;
       g.sampling.seed = r.seed_given ? r.gen.sampling.seed + static_cast<uint64_t>(k) : DrawSeed();
       auto s = m.engine->Submit(std::move(g));
       if (!s.ok()) {
@@ -206,10 +221,6 @@ std::optional<ApiError> SubmitAll(Job& job, Mutex& jobs_mu) {
         return FromStatus(s.status(), PromptParam(r.kind));
       }
       Choice c;
-      if (budget) {
-        c.tokens_after_budget = r.gen.max_tokens - r.thinking_budget;
-        c.think_end = *think_end;
-      }
       c.index = static_cast<int>(job.choices.size());
       c.prompt_index = static_cast<int>(p);
       c.stream = std::move(*s);
@@ -229,36 +240,6 @@ void AbortAll(Job& job) {
   for (Choice& c : job.choices) {
     if (!c.done) job.model->engine->Abort(c.stream->id());
   }
-}
-
-// A choice whose first request spent its thinking budget inside the reasoning: its last chunk
-// becomes an ordinary one, `</think>` is pushed as if generated, and a second request
-// continues from the prompt, the tokens so far and `</think>` with the tokens left (the prefix
-// cache holds most of that prompt). Returns the deltas to send, or an error.
-std::optional<ApiError> CloseReasoning(Server::Impl& impl, Job& job, Choice& c,
-                                       GenerationChunk& chunk, ChoiceDelta* d) {
-  chunk.finish = FinishReason::kNone;
-  c.first_cached = chunk.cached_tokens;
-  *d = c.out->Push(chunk);
-  GenerationChunk end;
-  end.tokens = {c.think_end};
-  d->Append(c.out->Push(end));
-  GenerationRequest g = job.req.gen;
-  g.prompt = job.prep.prompt_ids[c.prompt_index];
-  const std::vector<int32_t>& so_far = c.out->total().token_ids;
-  g.prompt.insert(g.prompt.end(), so_far.begin(), so_far.end());
-  g.max_tokens = c.tokens_after_budget - 1;
-  g.min_tokens = std::max(0, g.min_tokens - c.out->completion_tokens());
-  g.constraint_after_token = -1;  // the answer starts now
-  g.sampling.seed = DrawSeed();
-  if (job.req.seed_given) g.sampling.seed = job.req.gen.sampling.seed + c.index + 1;
-  c.tokens_after_budget = 0;
-  auto s = job.model->engine->Submit(std::move(g));
-  if (!s.ok()) return FromStatus(s.status(), PromptParam(job.req.kind));
-  c.stream = std::move(*s);
-  MutexLock lock(impl.jobs_mu);
-  job.active.ids.push_back(c.stream->id());
-  return std::nullopt;
 }
 
 // Reads every choice's stream until all are done. on_delta returns false when the client is
@@ -310,20 +291,7 @@ bool Pump(Server::Impl& impl, Job& job,
         job.error->http_status = 500;
         if (chunk->finish == FinishReason::kNone) chunk->finish = FinishReason::kAbort;
       }
-      ChoiceDelta d;
-      if (chunk->finish == FinishReason::kLength && c.tokens_after_budget > 1 &&
-          c.out->in_reasoning() && !aborting) {
-        if (auto e = CloseReasoning(impl, job, c, *chunk, &d)) {
-          job.error = e;
-          chunk->tokens.clear();  // pushed already
-          chunk->logprobs.clear();
-          chunk->top.clear();
-          chunk->finish = FinishReason::kAbort;
-          d.Append(c.out->Push(*chunk));
-        }
-      } else {
-        d = c.out->Push(*chunk);
-      }
+      ChoiceDelta d = c.out->Push(*chunk);
       if (c.out->tool_calls_complete() && chunk->finish == FinishReason::kNone && !c.ending) {
         job.model->engine->Abort(c.stream->id());  // the one call allowed is complete
         c.ending = true;
@@ -332,7 +300,8 @@ bool Pump(Server::Impl& impl, Job& job,
         c.done = true;
         c.final_info = *chunk;
         c.final_info.tokens.clear();
-        if (c.first_cached >= 0) c.final_info.cached_tokens = c.first_cached;
+        mm.tool_calls_unknown.fetch_add(c.out->unknown_tool_calls());
+        mm.tool_calls_malformed.fetch_add(c.out->malformed_tool_calls());
         mm.e2e.Observe(std::chrono::duration<double>(now - job.start).count());
       }
       if (d.has_text() || d.finish_reason || !d.token_ids.empty()) {
@@ -356,15 +325,16 @@ bool Pump(Server::Impl& impl, Job& job,
 }
 
 Json UsageOf(const Job& job) {
-  int64_t prompt = 0, completion = 0, cached = 0;
+  int64_t prompt = 0, completion = 0, cached = 0, reasoning = 0;
   for (const Choice& c : job.choices) {
     completion += c.out->completion_tokens();
+    reasoning += c.out->reasoning_tokens();
     if (c.index % job.req.n == 0) {
       prompt += static_cast<int64_t>(job.prep.prompt_ids[c.prompt_index].size());
       cached += c.final_info.cached_tokens;
     }
   }
-  return UsageJson(prompt, completion, cached);
+  return UsageJson(prompt, completion, cached, reasoning);
 }
 
 Json FinishJson(const ChoiceDelta& d) { return d.finish_reason ? Json(*d.finish_reason) : Json(); }
@@ -530,6 +500,12 @@ std::optional<ApiError> ParseJob(ApiKind kind, const std::string& raw, Server::I
   }
   if (err) return err;
   if (auto e = impl.FindModel(job->req.model, &job->model)) return e;
+  if (job->req.thinking_budget < 0 && !job->req.reasoning_effort.empty()) {
+    const EffortBudgets& b = impl.options.effort_budgets;
+    const std::string& effort = job->req.reasoning_effort;
+    const int32_t budget = effort == "low" ? b.low : effort == "medium" ? b.medium : b.high;
+    job->req.thinking_budget = budget > 0 ? budget : -1;  // 0: unbounded
+  }
   if (auto e = Prepare(*job->model, job->req, &job->prep)) return e;
   job->id = kind == ApiKind::kChat ? NewResponseId("chatcmpl-") : NewResponseId("cmpl-");
   if (kind == ApiKind::kGenerate && !job->req.request_id.empty()) job->id = job->req.request_id;
@@ -620,6 +596,7 @@ GenerationResult ResultOf(const Job& j) {
   r.prompt_tokens = static_cast<int64_t>(j.prep.prompt_ids[0].size());
   r.completion_tokens = c.out->completion_tokens();
   r.cached_tokens = c.final_info.cached_tokens;
+  r.reasoning_tokens = c.out->reasoning_tokens();
   r.total = &c.out->total();
   r.error = j.error;
   return r;
@@ -649,7 +626,7 @@ void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
                                                        job.id)));
   }
   JobCleanup cleanup{*this, job};
-  if (auto e = SubmitAll(job, jobs_mu)) return SendError(ex, *e, shape);
+  if (auto e = SubmitAll(job, jobs_mu, options)) return SendError(ex, *e, shape);
 
   WriteFn write = [&](const std::string& s) {
     if (s.empty()) return !ex.ClientGone();
@@ -675,17 +652,14 @@ void Server::Impl::HandleGeneration(ApiKind kind, HttpExchange& ex) {
       return;
     }
     if (job.api && !write(job.api->StreamStart())) return;
-    // An SSE comment (or the API's ping event) now and then keeps proxies from timing out a
-    // quiet stream.
-    auto last_ping = Clock::now();
-    heartbeat = [&, last_ping]() mutable {
+    // A keep-alive (an SSE comment, or the API's own event) whenever the stream has been quiet
+    // for sse_keepalive, so that neither a proxy nor the client's idle timeout ends a stream
+    // waiting on a long prefill.
+    heartbeat = [&] {
       if (ex.ClientGone()) return false;
-      if (Clock::now() - job.last_write < kSsePingPeriod ||
-          Clock::now() - last_ping < kSsePingPeriod) {
-        return true;
-      }
-      last_ping = Clock::now();
-      return write(job.api ? job.api->Heartbeat() : std::string(": ping\n\n"));
+      if (Clock::now() - job.last_write < options.sse_keepalive) return true;
+      job.model->metrics.keepalives.fetch_add(1);
+      return write(job.api ? job.api->Heartbeat() : std::string(": keep-alive\n\n"));
     };
     if (job.api) {
       on_delta = [&job, write](Choice&, const ChoiceDelta& d) { return write(job.api->Delta(d)); };

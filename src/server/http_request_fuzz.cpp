@@ -1,6 +1,7 @@
 // libFuzzer target for what a hostile client controls: the request bytes (ParseHttpRequest:
 // Beast's parser under the server's limits and head checks) and the JSON body (the nesting
-// scan, the parser, and the chat / completions / generate / messages / responses validators). Any
+// scan, the parser, and the chat / completions / generate / messages / responses validators), and
+// the same bytes as model output through the GLM tool-call parser, cut in two or not. Any
 // input must end in a request within the limits or a refusal with its status, never a crash, a hang
 // or a recursion as deep as the input. Run through scripts/fuzz.sh (make fuzz).
 #include <cstddef>
@@ -12,6 +13,7 @@
 #include "server/http_server.h"
 #include "server/request_parse.h"
 #include "server/responses_request.h"
+#include "server/tool_call_parser.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using mx::server::ApiKind;
@@ -51,6 +53,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (k == ApiKind::kMessages) e = mx::server::ParseMessagesRequest(j, rl, false, &p);
     if (k == ApiKind::kResponses) e = mx::server::ParseResponsesRequest(j, rl, store, &p, &ctx);
     if (e && (e->http_status < 400 || e->http_status >= 500)) std::abort();
+    // The thinking budget under its names is in range, an effort one of the known ones.
+    if (!e && (p.thinking_budget < -1 || p.thinking_budget > (1 << 30))) std::abort();
+    if (!e && !p.reasoning_effort.empty() && p.reasoning_effort != "low" &&
+        p.reasoning_effort != "medium" && p.reasoning_effort != "high" &&
+        p.reasoning_effort != "xhigh") {
+      std::abort();
+    }
   }
+  // The same bytes as model output (GLM tool-call markup is model-controlled text): the calls
+  // and text do not depend on where the stream cuts it.
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(
+      R"([{"type":"function","function":{"name":"f","parameters":{"type":"object",
+      "properties":{"n":{"type":"integer"},"s":{"type":"string"}}}}}])");
+  auto run = [&](size_t cut) {
+    mx::server::ToolCallParser parser(tools);
+    std::string out;
+    auto add = [&](const mx::server::ToolCallParser::Out& o) {
+      out += o.content;
+      for (const auto& c : o.calls) out += "\x01" + c.name + "\x02" + c.arguments;
+      out += std::string(static_cast<size_t>(o.unknown_tools + o.malformed), '\x03');
+    };
+    add(parser.Push(bytes.substr(0, cut)));
+    add(parser.Push(bytes.substr(cut)));
+    add(parser.Finish());
+    return out;
+  };
+  if (run(0) != run(size / 2)) std::abort();
   return 0;
 }

@@ -205,6 +205,20 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
             [](const MV& m) { return m.metrics->aborted_by_client.load(); });
   per_model("requests_total", "counter", "Generation requests accepted by the server.",
             [](const MV& m) { return m.metrics->requests_total.load(); });
+  per_model("sse_keepalives_total", "counter",
+            "Keep-alives sent on streams quiet for --sse-keepalive-interval (a long prefill).",
+            [](const MV& m) { return m.metrics->keepalives.load(); });
+  head("tool_call_parse_failures_total", "counter",
+       "Tool-call markup returned as text: reason unknown_tool (a name not in the request's "
+       "tools) or malformed (a missing <arg_value>, a call left open at the end).");
+  for (const auto& m : models) {
+    out += fmt::format(
+        "mxserve:tool_call_parse_failures_total{{model=\"{}\",reason=\"unknown_tool\"}} {}\n",
+        m.name, m.metrics->tool_calls_unknown.load());
+    out += fmt::format(
+        "mxserve:tool_call_parse_failures_total{{model=\"{}\",reason=\"malformed\"}} {}\n", m.name,
+        m.metrics->tool_calls_malformed.load());
+  }
   struct H {
     const char* name;
     const char* help;

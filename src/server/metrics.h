@@ -51,6 +51,11 @@ struct ModelMetrics {
   Histogram e2e;
   std::atomic<int64_t> requests_total{0};
   std::atomic<int64_t> aborted_by_client{0};
+  std::atomic<int64_t> keepalives{0};  // keep-alives sent on quiet streams
+  // Tool-call markup returned as text: a call naming no declared tool, or broken markup (a
+  // missing <arg_value>, a call left open at the end of the output).
+  std::atomic<int64_t> tool_calls_unknown{0};
+  std::atomic<int64_t> tool_calls_malformed{0};
 };
 
 class ServerMetrics {

@@ -13,12 +13,14 @@ std::string NamedSseEvent(const std::string& name, const Json& data) {
   return "event: " + name + "\ndata: " + Dump(data) + "\n\n";
 }
 
-Json UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
+Json UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens,
+               int64_t reasoning_tokens) {
   Json u;
   u["prompt_tokens"] = prompt_tokens;
   u["completion_tokens"] = completion_tokens;
   u["total_tokens"] = prompt_tokens + completion_tokens;
   u["prompt_tokens_details"] = Json{{"cached_tokens", cached_tokens}};
+  u["completion_tokens_details"] = Json{{"reasoning_tokens", reasoning_tokens}};
   return u;
 }
 

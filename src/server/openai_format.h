@@ -19,7 +19,7 @@ inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 std::string NamedSseEvent(const std::string& name, const nlohmann::ordered_json& data);
 
 nlohmann::ordered_json UsageJson(int64_t prompt_tokens, int64_t completion_tokens,
-                                 int64_t cached_tokens);
+                                 int64_t cached_tokens, int64_t reasoning_tokens = 0);
 
 // Chat logprobs: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]}.
 nlohmann::ordered_json ChatLogprobs(const tok::Tokenizer& tokenizer,

@@ -234,5 +234,39 @@ TEST_F(ChoiceOutputTest, ParallelToolCallsOffEndsTheOutputAfterTheFirstCall) {
   EXPECT_EQ(Run(o, ids, 1, FinishReason::kStop).tool_calls.size(), 2u);
 }
 
+TEST_F(ChoiceOutputTest, ReasoningTokensAreCounted) {
+  const int32_t end = *tokenizer_->TokenId("</think>");
+  const int32_t start = *tokenizer_->TokenId("<think>");
+  const int32_t call = *tokenizer_->TokenId("<tool_call>");
+  const std::vector<int32_t> plan = tokenizer_->Encode("plan it");
+  const std::vector<int32_t> answer = tokenizer_->Encode("ok then");
+  ChoiceOptions o;
+  o.split_reasoning = true;
+  o.think_start_token = start;
+  o.think_end_token = end;
+  o.tool_call_token = call;
+  auto count = [&](bool open, std::vector<int32_t> ids) {
+    o.reasoning_starts_open = open;
+    ChoiceOutput out(*tokenizer_, o);
+    GenerationChunk c;
+    c.tokens = std::move(ids);
+    c.finish = FinishReason::kLength;
+    out.Push(c);
+    return out.reasoning_tokens();
+  };
+  std::vector<int32_t> ids = plan;
+  ids.push_back(end);
+  ids.insert(ids.end(), answer.begin(), answer.end());
+  EXPECT_EQ(count(true, ids), static_cast<int32_t>(plan.size()));
+  EXPECT_EQ(count(false, ids), 0);  // no reasoning opened
+  ids.insert(ids.begin(), start);   // opened by the output's first token (not counted)
+  EXPECT_EQ(count(false, ids), static_cast<int32_t>(plan.size()));
+  std::vector<int32_t> with_call = plan;  // a tool call ends the reasoning too
+  with_call.push_back(call);
+  with_call.insert(with_call.end(), answer.begin(), answer.end());
+  EXPECT_EQ(count(true, with_call), static_cast<int32_t>(plan.size()));
+  EXPECT_EQ(count(true, plan), static_cast<int32_t>(plan.size()));  // never closed
+}
+
 }  // namespace
 }  // namespace mx::server

@@ -8,6 +8,7 @@ namespace mx::server {
 namespace {
 constexpr std::string_view kThinkOpen = "<think>";
 constexpr std::string_view kThinkClose = "</think>";
+constexpr std::string_view kToolCallOpen = "<tool_call>";
 }  // namespace
 
 size_t PartialTagSuffix(std::string_view text, std::string_view tag) {
@@ -25,7 +26,8 @@ bool PromptOpensReasoning(std::string_view prompt) {
   return close == std::string_view::npos || close < open;
 }
 
-ReasoningParser::ReasoningParser(bool start_in_reasoning) : open_(start_in_reasoning) {}
+ReasoningParser::ReasoningParser(bool start_in_reasoning, bool end_on_tool_call)
+    : open_(start_in_reasoning), end_on_tool_call_(end_on_tool_call) {}
 
 ReasoningParser::Out ReasoningParser::Push(std::string_view text) {
   Out out;
@@ -40,13 +42,21 @@ ReasoningParser::Out ReasoningParser::Push(std::string_view text) {
         state_ = open_ ? State::kReasoning : State::kContent;
       }
     } else if (state_ == State::kReasoning) {
-      size_t close = buf_.find(kThinkClose);
-      if (close != std::string::npos) {
+      const size_t close = buf_.find(kThinkClose);
+      // note: a model may open a tool call without closing its reasoning; the call ends the
+      // reasoning and is the answer's (the tool-call parser reads it).
+      const size_t call = end_on_tool_call_ ? buf_.find(kToolCallOpen) : std::string::npos;
+      if (call != std::string::npos && (close == std::string::npos || call < close)) {
+        out.reasoning.append(buf_, 0, call);
+        buf_.erase(0, call);
+        state_ = State::kContent;
+      } else if (close != std::string::npos) {
         out.reasoning.append(buf_, 0, close);
         buf_.erase(0, close + kThinkClose.size());
         state_ = State::kContent;
       } else {
         size_t keep = PartialTagSuffix(buf_, kThinkClose);
+        if (end_on_tool_call_) keep = std::max(keep, PartialTagSuffix(buf_, kToolCallOpen));
         out.reasoning.append(buf_, 0, buf_.size() - keep);
         buf_.erase(0, buf_.size() - keep);
         return out;

@@ -1,8 +1,9 @@
 // GLM reasoning split: text before `</think>` is reasoning_content, the rest is content. The
 // GLM chat template opens `<think>` at the end of the prompt when thinking is on, so a stream
 // may start inside the reasoning; a leading `<think>` in the output opens it too. Works on
-// text pieces as they stream: a piece that may be the start of a tag is held back until it is
-// known, so the concatenation of outputs is the same however the text is split.
+// text pieces as they stream (with tool calls parsed, a `<tool_call>` also ends the reasoning): a
+// piece that may be the start of a tag is held back until it is known, so the concatenation of
+// outputs is the same however the text is split.
 //
 // Thread-safety: one parser per choice.
 #pragma once
@@ -14,7 +15,8 @@ namespace mx::server {
 
 class ReasoningParser {
  public:
-  explicit ReasoningParser(bool start_in_reasoning);
+  // end_on_tool_call: a `<tool_call>` inside the reasoning ends it (the call is content).
+  explicit ReasoningParser(bool start_in_reasoning, bool end_on_tool_call = false);
 
   struct Out {
     std::string reasoning;
@@ -30,6 +32,7 @@ class ReasoningParser {
  private:
   enum class State { kStart, kReasoning, kContent };
   bool open_;  // the prompt left <think> open
+  bool end_on_tool_call_;
   State state_ = State::kStart;
   std::string buf_;
 };

@@ -441,6 +441,35 @@ std::optional<ApiError> ReadTools(Fields& f, ParsedRequest* r) {
   return std::nullopt;
 }
 
+// Thinking budgets under their several names (the first given wins): thinking_budget,
+// vLLM's thinking_token_budget, sglang's custom_params.thinking_budget; and OpenAI's
+// reasoning_effort, whose none / minimal turn thinking off (unless chat_template_kwargs say).
+std::optional<ApiError> ReadThinking(Fields& f, ParsedRequest* r) {
+  for (const char* name : {"thinking_budget", "thinking_token_budget"}) {
+    if (r->thinking_budget < 0) f.IntAs(name, 0, kMaxTokensCap, &r->thinking_budget);
+  }
+  if (const Json* cp = f.Get("custom_params"); cp != nullptr && r->thinking_budget < 0) {
+    if (!cp->is_object()) return BadRequest("custom_params", "'custom_params' must be an object");
+    Fields cf(*cp, "custom_params.");
+    cf.IntAs("thinking_budget", 0, kMaxTokensCap, &r->thinking_budget);
+    if (cf.error()) return cf.error();
+  }
+  std::string effort;
+  if (f.String("reasoning_effort", &effort)) {
+    constexpr const char* kEfforts[] = {"none", "minimal", "low", "medium", "high", "xhigh"};
+    if (std::find(std::begin(kEfforts), std::end(kEfforts), effort) == std::end(kEfforts)) {
+      return BadRequest("reasoning_effort",
+                        "'reasoning_effort' must be none, minimal, low, medium, high or xhigh");
+    }
+    const bool off = effort == "none" || effort == "minimal";
+    if (!r->chat_template_kwargs.contains("enable_thinking")) {
+      r->chat_template_kwargs["enable_thinking"] = !off;
+    }
+    if (!off) r->reasoning_effort = effort;
+  }
+  return f.error();
+}
+
 std::optional<ApiError> ReadLogprobsCompletion(Fields& f, const RequestLimits& limits,
                                                ParsedRequest* r) {
   int64_t lp = -1;
@@ -499,6 +528,7 @@ std::optional<ApiError> ParseChatRequest(const nlohmann::ordered_json& body,
     }
   }
   if (f.error()) return f.error();
+  if (auto e = ReadThinking(f, &r)) return e;
   if (auto e = ReadTools(f, &r)) return e;
   auto m = body.find("messages");
   if (m == body.end()) return BadRequest("messages", "'messages' is required");

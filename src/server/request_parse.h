@@ -58,9 +58,15 @@ struct ParsedRequest {
   bool parse_tool_calls = false;    // tools given and tool_choice != "none"
   bool parallel_tool_calls = true;  // false: the output ends after its first tool call
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
-  // Messages' thinking.budget_tokens, Responses' reasoning.effort: at most this many tokens of
-  // reasoning (0: no bound). The handler ends a longer reasoning with `</think>` and goes on.
-  int32_t thinking_budget = 0;
+  // At most this many tokens of reasoning (-1: no bound): chat's thinking_budget (and vLLM's
+  // thinking_token_budget, sglang's custom_params.thinking_budget), Messages'
+  // thinking.budget_tokens. The engine then ends the reasoning with `</think>` and the answer
+  // follows (GenerationRequest::thinking_budget).
+  int32_t thinking_budget = -1;
+  // Responses' reasoning.effort, chat's reasoning_effort (low, medium, high, xhigh; none and
+  // minimal turn thinking off at parse time): the handler maps it to a budget
+  // (ServerOptions::effort_budgets) when no budget is given.
+  std::string reasoning_effort;
 };
 
 // Upper bounds the server enforces on every request.

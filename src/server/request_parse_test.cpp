@@ -111,6 +111,46 @@ TEST(RequestParse, ErrorsNameTheParameter) {
   }
 }
 
+TEST(RequestParse, ThinkingBudgetUnderEveryName) {
+  ParsedRequest r;
+  ASSERT_FALSE(Chat(std::string("{") + kMsgs + "}", &r));
+  EXPECT_EQ(r.thinking_budget, -1);
+  EXPECT_EQ(r.reasoning_effort, "");
+  for (const char* field : {R"("thinking_budget":12)", R"("thinking_token_budget":12)",
+                            R"("custom_params":{"thinking_budget":12})"}) {
+    ASSERT_FALSE(Chat(std::string("{") + kMsgs + "," + field + "}", &r)) << field;
+    EXPECT_EQ(r.thinking_budget, 12) << field;
+  }
+  ASSERT_FALSE(Chat(std::string("{") + kMsgs + R"(,"thinking_budget":0})", &r));
+  EXPECT_EQ(r.thinking_budget, 0);
+  ASSERT_FALSE(Chat(std::string("{") + kMsgs + R"(,"reasoning_effort":"low"})", &r));
+  EXPECT_EQ(r.reasoning_effort, "low");
+  EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], true);
+  ASSERT_FALSE(Chat(
+      std::string("{") + kMsgs + R"(,"reasoning_effort":"none","chat_template_kwargs":{"x":1}})",
+      &r));
+  EXPECT_EQ(r.reasoning_effort, "");
+  EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], false);
+  // Out of range, wrong types and unknown efforts are 400s naming the field.
+  struct Bad {
+    const char* field;
+    const char* param;
+  };
+  for (const Bad& b :
+       {Bad{R"("thinking_budget":-1)", "thinking_budget"},
+        Bad{R"("thinking_budget":"9")", "thinking_budget"},
+        Bad{R"("thinking_token_budget":2000000000)", "thinking_token_budget"},
+        Bad{R"("custom_params":[1])", "custom_params"},
+        Bad{R"("custom_params":{"thinking_budget":1.5})", "custom_params.thinking_budget"},
+        Bad{R"("reasoning_effort":"max")", "reasoning_effort"},
+        Bad{R"("reasoning_effort":3)", "reasoning_effort"}}) {
+    auto e = Chat(std::string("{") + kMsgs + "," + b.field + "}");
+    ASSERT_TRUE(e) << b.field;
+    EXPECT_EQ(e->http_status, 400);
+    EXPECT_EQ(e->param, b.param) << b.field;
+  }
+}
+
 TEST(RequestParse, ToolCallArgumentsBecomeObjects) {
   ParsedRequest r;
   auto e = Chat(R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},

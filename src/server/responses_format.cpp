@@ -43,9 +43,14 @@ Json ResponsesOutput::Response(const std::string& status, const GenerationResult
     j["usage"] = Json{{"input_tokens", r->prompt_tokens},
                       {"input_tokens_details", {{"cached_tokens", r->cached_tokens}}},
                       {"output_tokens", r->completion_tokens},
+                      {"output_tokens_details", {{"reasoning_tokens", r->reasoning_tokens}}},
                       {"total_tokens", r->prompt_tokens + r->completion_tokens}};
   }
   return j;
+}
+
+std::string ResponsesOutput::Heartbeat() {
+  return Event("response.in_progress", {{"response", Response("in_progress", nullptr)}});
 }
 
 std::string ResponsesOutput::StreamStart() {

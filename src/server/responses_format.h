@@ -29,6 +29,8 @@ class ResponsesOutput : public ApiOutput {
                   ResponseStore* store);
 
   std::string StreamStart() override;
+  // A `response.in_progress` event (the keep-alive of a quiet stream).
+  std::string Heartbeat() override;
   std::string Delta(const ChoiceDelta& d) override;
   void Finish(const GenerationResult& r) override;
   std::string StreamEnd(const GenerationResult& r) override;

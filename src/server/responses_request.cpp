@@ -169,24 +169,15 @@ std::optional<ApiError> TranslateTextFormat(const Json& text, Json* chat) {
                     "'text.format.type' must be text, json_object or json_schema");
 }
 
-// note: GLM thinks or does not: none and minimal turn thinking off; low and medium bound it
-// (thinking budgets, as other servers give these efforts), high and xhigh leave it free.
-struct Effort {
-  const char* name;
-  bool thinking;
-  int32_t budget;  // 0: none
-};
-constexpr Effort kEfforts[] = {{"none", false, 0},     {"minimal", false, 0}, {"low", true, 1024},
-                               {"medium", true, 8192}, {"high", true, 0},     {"xhigh", true, 0}};
-
-std::optional<ApiError> TranslateReasoning(const Json& r, Json* chat, int32_t* budget) {
+// reasoning.effort -> chat's reasoning_effort. note: GLM thinks or does not: none and minimal
+// turn thinking off; the others bound it by the server's budgets (--reasoning-budget-*).
+std::optional<ApiError> TranslateReasoning(const Json& r, Json* chat) {
   if (!r.is_object()) return BadRequest("reasoning", "'reasoning' must be an object");
   auto e = r.find("effort");
   if (e == r.end() || e->is_null()) return std::nullopt;
-  for (const Effort& k : kEfforts) {
-    if (*e == k.name) {
-      (*chat)["chat_template_kwargs"] = Json{{"enable_thinking", k.thinking}};
-      *budget = k.budget;
+  for (const char* name : {"none", "minimal", "low", "medium", "high", "xhigh"}) {
+    if (*e == name) {
+      (*chat)["reasoning_effort"] = *e;
       return std::nullopt;
     }
   }
@@ -284,9 +275,8 @@ std::optional<ApiError> ParseResponsesRequest(const Json& body, const RequestLim
   if (auto t = body.find("text"); t != body.end() && !t->is_null()) {
     if (auto e = TranslateTextFormat(*t, &chat)) return e;
   }
-  int32_t budget = 0;
   if (auto r = body.find("reasoning"); r != body.end() && !r->is_null()) {
-    if (auto e = TranslateReasoning(*r, &chat, &budget)) return e;
+    if (auto e = TranslateReasoning(*r, &chat)) return e;
   }
   if (auto e = ParseChatRequest(chat, limits, out)) {
     if (e->param == "max_tokens") {
@@ -298,7 +288,6 @@ std::optional<ApiError> ParseResponsesRequest(const Json& body, const RequestLim
     return e;
   }
   out->kind = ApiKind::kResponses;
-  out->thinking_budget = budget;
   return std::nullopt;
 }
 

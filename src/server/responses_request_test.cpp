@@ -71,14 +71,15 @@ TEST(ResponsesRequest, PreviousResponseIdPrependsTheStoredConversation) {
   EXPECT_NE(e->message.find("resp_2"), std::string::npos);
 }
 
-TEST(ResponsesRequest, ReasoningEffortIsThinkingAndABudget) {
+TEST(ResponsesRequest, ReasoningEffortIsThinkingAndAnEffort) {
   struct Case {
     const char* effort;
     bool thinking;
-    int32_t budget;
+    const char* kept;  // the effort the handler maps to a budget ("": thinking off)
   };
-  for (const Case& c : {Case{"none", false, 0}, Case{"minimal", false, 0}, Case{"low", true, 1024},
-                        Case{"medium", true, 8192}, Case{"high", true, 0}}) {
+  for (const Case& c :
+       {Case{"none", false, ""}, Case{"minimal", false, ""}, Case{"low", true, "low"},
+        Case{"medium", true, "medium"}, Case{"high", true, "high"}, Case{"xhigh", true, "xhigh"}}) {
     ResponseStore store({});
     ParsedRequest r;
     ResponsesContext ctx;
@@ -86,7 +87,8 @@ TEST(ResponsesRequest, ReasoningEffortIsThinkingAndABudget) {
         std::string(R"({"input":"x","reasoning":{"effort":")") + c.effort + R"("}})";
     ASSERT_FALSE(Parse(body, store, &r, &ctx));
     EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], c.thinking) << c.effort;
-    EXPECT_EQ(r.thinking_budget, c.budget) << c.effort;
+    EXPECT_EQ(r.reasoning_effort, c.kept) << c.effort;
+    EXPECT_EQ(r.thinking_budget, -1) << c.effort;
   }
 }
 

@@ -47,7 +47,10 @@ Result<std::string> ServedModel::RenderChat(const nlohmann::ordered_json& messag
   ChatRequest cr;
   cr.messages = messages;
   cr.tools = tools;
-  cr.kwargs = kwargs;
+  cr.kwargs = kwargs.is_object() ? kwargs : nlohmann::ordered_json::object();
+  if (template_takes_clear_thinking && !cr.kwargs.contains("clear_thinking")) {
+    cr.kwargs["clear_thinking"] = clear_thinking;
+  }
   cr.bos_token = bos_token;
   cr.eos_token = eos_token;
   return chat_template->Render(MakeChatContext(cr));
@@ -94,7 +97,11 @@ Result<std::unique_ptr<ServedModel>> LoadServedModel(std::string name, const std
     if (!t.ok()) return t.status();
     m->chat_template.emplace(std::move(*t));
   }
-  if (m->chat_template) m->thinking_default = TemplateOpensReasoning(*m);
+  if (m->chat_template) {
+    m->thinking_default = TemplateOpensReasoning(*m);
+    m->template_takes_clear_thinking =
+        m->chat_template->source().find("clear_thinking") != std::string::npos;
+  }
   return m;
 }
 

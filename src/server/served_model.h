@@ -39,6 +39,13 @@ struct ServedModel {
   // (chat_template_kwargs.enable_thinking absent): the model's own default, which the web page
   // starts from. False without a template.
   bool thinking_default = false;
+  // Whether the chat template reads `clear_thinking` (GLM-4.7, GLM-5.x: true drops the reasoning
+  // of assistant turns before the last user message), and the value it gets when a request's
+  // chat_template_kwargs do not say (serve --clear-thinking; Server::AddModel sets it). False
+  // keeps every turn's reasoning, so a session's rendered prompt only grows and the prefix cache
+  // holds the whole previous turn.
+  bool template_takes_clear_thinking = false;
+  bool clear_thinking = false;
   int64_t created = 0;  // unix seconds, for /v1/models
   ModelMetrics metrics;
   ModelInfo info;
@@ -49,7 +56,8 @@ struct ServedModel {
               tok::Tokenizer tokenizer);
 
   // The chat template over a conversation in the chat route's shape, with the generation
-  // prompt. REQUIRES: chat_template. Errors are the template's (the client's fault: a 400).
+  // prompt; `clear_thinking` as above unless `kwargs` give it. REQUIRES: chat_template. Errors are
+  // the template's (the client's fault: a 400).
   Result<std::string> RenderChat(const nlohmann::ordered_json& messages,
                                  const nlohmann::ordered_json& tools,
                                  const nlohmann::ordered_json& kwargs) const;

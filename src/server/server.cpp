@@ -94,6 +94,7 @@ int Server::port() const { return impl_->bound_port; }
 
 void Server::AddModel(std::unique_ptr<ServedModel> model) {
   model->grammar_options = impl_->options.grammars;
+  model->clear_thinking = impl_->options.clear_thinking;
   impl_->models.push_back(std::move(model));
 }
 

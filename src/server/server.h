@@ -29,6 +29,14 @@
 
 namespace mx::server {
 
+// Thinking budgets (tokens; 0: unbounded) for the reasoning efforts a request may name
+// (Responses' reasoning.effort, chat's reasoning_effort); none and minimal turn thinking off.
+struct EffortBudgets {
+  int32_t low = 1024;
+  int32_t medium = 8192;
+  int32_t high = 0;  // and xhigh
+};
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 30000;           // 0: any free port (see Server::port)
@@ -40,6 +48,17 @@ struct ServerOptions {
   RequestLimits limits;
   grammar::GrammarCacheOptions grammars;  // structured-output limits, for every model
   ResponseStoreLimits responses_store;    // /v1/responses kept for previous_response_id
+  // Rendered for templates that take `clear_thinking` when a request does not say
+  // (--clear-thinking): false keeps earlier turns' reasoning, so prompts are append-only.
+  bool clear_thinking = false;
+  EffortBudgets effort_budgets;
+  // tool_choice auto: once the model writes <tool_call>, the rest of that call is constrained to
+  // the declared tools' grammar (--no-tool-call-constraint turns it off).
+  bool tool_call_constraint = true;
+  // A streaming response waiting for its first token (a long prefill) or its next one gets a
+  // keep-alive this often: an SSE comment (chat, completions), Anthropic's `ping` event, a
+  // Responses `response.in_progress` event (--sse-keepalive-interval).
+  std::chrono::milliseconds sse_keepalive{4000};
   bool webui = true;  // the status + playground page at / (webui.h); --no-webui turns it off
 };
 

@@ -1,11 +1,18 @@
 // Incremental GLM tool-call parser.
 #include "server/tool_call_parser.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
 #include "base/strings.h"
 #include "server/api_error.h"
 #include "server/reasoning_parser.h"
 
 namespace mx::server {
+
+using Json = nlohmann::ordered_json;
+
 namespace {
 
 constexpr std::string_view kToolOpen = "<tool_call>";
@@ -14,59 +21,137 @@ constexpr std::string_view kKeyOpen = "<arg_key>";
 constexpr std::string_view kKeyClose = "</arg_key>";
 constexpr std::string_view kValOpen = "<arg_value>";
 constexpr std::string_view kValClose = "</arg_value>";
+constexpr const char* kToolSpace = " \t\r\n";
 
-constexpr std::string_view kSpace = " \t\r\n";
+// GLM's separators: a Trim over all four.
+std::string_view TrimSpace(std::string_view s) { return Trim(s, kToolSpace); }
 
-bool IsSpace(std::string_view s) { return Trim(s, kSpace).empty(); }
+bool IsSpace(std::string_view s) { return TrimSpace(s).empty(); }
 
-}  // namespace
+void SkipToolSpace(std::string_view s, size_t* pos) {
+  while (*pos < s.size() && std::strchr(kToolSpace, s[*pos]) != nullptr) ++*pos;
+}
 
-ToolCallParser::ToolCallParser(const nlohmann::ordered_json& tools) : tools_(tools) {}
-
-ParsedToolCall ToolCallParser::ParseBody(std::string_view body) const {
-  ParsedToolCall call;
-  size_t k = body.find(kKeyOpen);
-  call.name = std::string(Trim(body.substr(0, k), kSpace));
-  // The schema of this tool's parameters, for argument types.
-  const nlohmann::ordered_json* props = nullptr;
-  if (tools_.is_array()) {
-    for (const auto& t : tools_) {
-      if (t.contains("function") && t["function"].value("name", "") == call.name) {
-        const auto& fn = t["function"];
-        if (fn.contains("parameters") && fn["parameters"].is_object() &&
-            fn["parameters"].contains("properties") && fn["parameters"]["properties"].is_object()) {
-          props = &fn["parameters"]["properties"];
-        }
-        break;
+// The JSON types a property schema allows: "type" (a string or a list), else those of the
+// anyOf / oneOf members.
+std::vector<std::string> SchemaTypes(const Json* schema) {
+  std::vector<std::string> out;
+  if (schema == nullptr || !schema->is_object()) return out;
+  if (auto t = schema->find("type"); t != schema->end()) {
+    if (t->is_string()) out.push_back(t->get<std::string>());
+    if (t->is_array()) {
+      for (const Json& x : *t) {
+        if (x.is_string()) out.push_back(x.get<std::string>());
+      }
+    }
+    return out;
+  }
+  for (const char* k : {"anyOf", "oneOf"}) {
+    if (auto a = schema->find(k); a != schema->end() && a->is_array()) {
+      for (const Json& member : *a) {
+        for (std::string& t : SchemaTypes(&member)) out.push_back(std::move(t));
       }
     }
   }
-  nlohmann::ordered_json args = nlohmann::ordered_json::object();
-  while (k != std::string_view::npos) {
-    size_t kend = body.find(kKeyClose, k);
-    if (kend == std::string_view::npos) break;
-    std::string key(Trim(body.substr(k + kKeyOpen.size(), kend - k - kKeyOpen.size()), kSpace));
-    size_t v = body.find(kValOpen, kend);
-    if (v == std::string_view::npos) break;
-    size_t vend = body.find(kValClose, v);
-    if (vend == std::string_view::npos) break;
-    std::string value(body.substr(v + kValOpen.size(), vend - v - kValOpen.size()));
-    bool as_string = false;
-    if (props != nullptr && props->contains(key) && (*props)[key].is_object()) {
-      const auto& type = (*props)[key].value("type", nlohmann::ordered_json());
-      as_string = type.is_string() && type.get<std::string>() == "string";
+  return out;
+}
+
+std::string ToolLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+Json TypedArgument(const std::string& value, const Json* schema) {
+  const std::vector<std::string> types = SchemaTypes(schema);
+  auto allows = [&](const char* t) {
+    return std::find(types.begin(), types.end(), t) != types.end();
+  };
+  const std::string_view trimmed = TrimSpace(value);
+  const std::string lower = ToolLower(trimmed);
+  if (allows("null") && (lower == "null" || lower == "none")) return nullptr;
+  if (allows("string")) return value;
+  const Json parsed = Json::parse(trimmed, nullptr, /*allow_exceptions=*/false);
+  for (const std::string& t : types) {
+    if (t == "integer" && parsed.is_number_integer()) return parsed;
+    if (t == "integer" && parsed.is_number_float()) {
+      const double d = parsed.get<double>();
+      if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
     }
-    nlohmann::ordered_json parsed;
-    if (!as_string) parsed = nlohmann::ordered_json::parse(value, nullptr, false);
-    if (as_string || parsed.is_discarded()) {
-      args[key] = value;
-    } else {
-      args[key] = std::move(parsed);
-    }
-    k = body.find(kKeyOpen, vend);
+    if (t == "number" && parsed.is_number()) return parsed;
+    if (t == "boolean" && (lower == "true" || lower == "false")) return lower == "true";
+    if (t == "array" && parsed.is_array()) return parsed;
+    if (t == "object" && parsed.is_object()) return parsed;
   }
-  call.arguments = Dump(args);
-  return call;
+  if (types.empty() && schema != nullptr && schema->is_object() && schema->contains("enum") &&
+      (*schema)["enum"].is_array()) {
+    // An untyped enum: the member the text is, as JSON (the forced grammar's form) or raw
+    // (the template's form for a string).
+    const Json& e = (*schema)["enum"];
+    if (!parsed.is_discarded() && std::find(e.begin(), e.end(), parsed) != e.end()) return parsed;
+    if (std::find(e.begin(), e.end(), Json(value)) != e.end()) return value;
+  }
+  if (types.empty() && !parsed.is_discarded()) return parsed;
+  return value;  // not what the schema says: the text as the model wrote it
+}
+
+ToolCallParser::ToolCallParser(const Json& tools) : tools_(tools) {}
+
+bool ToolCallParser::Declared(const std::string& name) const {
+  if (!tools_.is_array() || tools_.empty()) return true;
+  return std::any_of(tools_.begin(), tools_.end(), [&](const Json& t) {
+    return t.is_object() && t.contains("function") && t["function"].is_object() &&
+           t["function"].value("name", "") == name;
+  });
+}
+
+const Json* ToolCallParser::Properties(const std::string& name) const {
+  if (!tools_.is_array()) return nullptr;
+  for (const auto& t : tools_) {
+    if (!t.is_object() || !t.contains("function") || !t["function"].is_object()) continue;
+    const auto& fn = t["function"];
+    if (fn.value("name", "") != name) continue;
+    if (fn.contains("parameters") && fn["parameters"].is_object() &&
+        fn["parameters"].contains("properties") && fn["parameters"]["properties"].is_object()) {
+      return &fn["parameters"]["properties"];
+    }
+    return nullptr;
+  }
+  return nullptr;
+}
+
+bool ToolCallParser::ParseBody(std::string_view body, ParsedToolCall* call) const {
+  size_t pos = body.find('<');
+  const std::string_view name = TrimSpace(body.substr(0, pos));
+  if (name.empty() || name.find_first_of(kToolSpace) != std::string_view::npos) return false;
+  call->name = std::string(name);
+  const Json* props = Properties(call->name);
+  Json args = Json::object();
+  while (pos != std::string_view::npos) {
+    SkipToolSpace(body, &pos);
+    if (pos >= body.size()) break;
+    if (body.substr(pos, kKeyOpen.size()) != kKeyOpen) return false;
+    pos += kKeyOpen.size();
+    const size_t kend = body.find(kKeyClose, pos);
+    if (kend == std::string_view::npos) return false;
+    const std::string key(TrimSpace(body.substr(pos, kend - pos)));
+    if (key.empty() || key.find('<') != std::string::npos) return false;
+    pos = kend + kKeyClose.size();
+    SkipToolSpace(body, &pos);
+    if (body.substr(pos, kValOpen.size()) != kValOpen) return false;  // a missing <arg_value>
+    pos += kValOpen.size();
+    const size_t vend = body.find(kValClose, pos);
+    if (vend == std::string_view::npos) return false;
+    const std::string value(body.substr(pos, vend - pos));
+    const Json* schema = nullptr;
+    if (props != nullptr && props->contains(key)) schema = &(*props)[key];
+    args[key] = TypedArgument(value, schema);
+    pos = vend + kValClose.size();
+  }
+  call->arguments = Dump(args);
+  return true;
 }
 
 ToolCallParser::Out ToolCallParser::Push(std::string_view text) {
@@ -76,10 +161,20 @@ ToolCallParser::Out ToolCallParser::Push(std::string_view text) {
     if (in_call_) {
       size_t close = buf_.find(kToolClose);
       if (close == std::string::npos) return out;
-      out.calls.push_back(ParseBody(std::string_view(buf_).substr(0, close)));
+      const std::string_view body = std::string_view(buf_).substr(0, close);
+      ParsedToolCall call;
+      const bool parsed = ParseBody(body, &call);
+      if (parsed && Declared(call.name)) {
+        out.calls.push_back(std::move(call));
+        after_call_ = true;
+      } else {
+        // Not a call: the markup as the model wrote it.
+        (parsed ? out.unknown_tools : out.malformed) += 1;
+        out.content.append(kToolOpen).append(body).append(kToolClose);
+        after_call_ = false;
+      }
       buf_.erase(0, close + kToolClose.size());
       in_call_ = false;
-      after_call_ = true;
       continue;
     }
     size_t open = buf_.find(kToolOpen);
@@ -106,7 +201,8 @@ ToolCallParser::Out ToolCallParser::Push(std::string_view text) {
 ToolCallParser::Out ToolCallParser::Finish() {
   Out out;
   if (in_call_) {
-    out.content = std::string(kToolOpen) + buf_;
+    out.content = std::string(kToolOpen) + buf_;  // a call left open
+    out.malformed = 1;
   } else if (!(after_call_ && IsSpace(buf_))) {
     out.content = buf_;
   }
