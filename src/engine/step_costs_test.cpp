@@ -33,8 +33,8 @@ TEST(StepCosts, BudgetFollowsTheMeasuredDecodeAndTokenCosts) {
   EXPECT_NEAR(c.prefill_token_seconds(), per_token, 0.15 * per_token);
   const double expected = (0.045 - decode) / per_token;  // 23 tokens
   EXPECT_NEAR(static_cast<double>(c.PrefillBudget(0.045, 8, 512)), expected, 0.2 * expected);
-  EXPECT_EQ(c.PrefillBudget(0.010, 8, 512), 8);    // the decode step alone exceeds the target
-  EXPECT_EQ(c.PrefillBudget(10.0, 8, 512), 512);   // a target no chunk reaches
+  EXPECT_EQ(c.PrefillBudget(0.010, 8, 512), 8);   // the decode step alone exceeds the target
+  EXPECT_EQ(c.PrefillBudget(10.0, 8, 512), 512);  // a target no chunk reaches
 }
 
 TEST(StepCosts, PrefillOnlyStepsCountTheirWholeTimePerToken) {
