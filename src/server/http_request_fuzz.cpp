@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "server/anthropic_request.h"
@@ -66,18 +67,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(
       R"([{"type":"function","function":{"name":"f","parameters":{"type":"object",
       "properties":{"n":{"type":"integer"},"s":{"type":"string"}}}}}])");
+  // Text and calls in order, then the failure counts (a count is reported with the push that
+  // settled it, which depends on the cut; only the totals must agree).
   auto run = [&](size_t cut) {
     mx::server::ToolCallParser parser(tools);
     std::string out;
+    int64_t unknown = 0, malformed = 0;
     auto add = [&](const mx::server::ToolCallParser::Out& o) {
       out += o.content;
       for (const auto& c : o.calls) out += "\x01" + c.name + "\x02" + c.arguments;
-      out += std::string(static_cast<size_t>(o.unknown_tools + o.malformed), '\x03');
+      unknown += o.unknown_tools;
+      malformed += o.malformed;
     };
     add(parser.Push(bytes.substr(0, cut)));
     add(parser.Push(bytes.substr(cut)));
     add(parser.Finish());
-    return out;
+    return out + "\x03" + std::to_string(unknown) + "," + std::to_string(malformed);
   };
   if (run(0) != run(size / 2)) std::abort();
   return 0;
