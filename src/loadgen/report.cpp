@@ -18,7 +18,9 @@ void PutSummary(nlohmann::json& j, const std::string& name, const Summary& s) {
   j["p99_" + name + "_ms"] = s.p99;
 }
 
-std::string Date() {
+}  // namespace
+
+std::string RunDate() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
   localtime_r(&t, &tm);
@@ -26,8 +28,6 @@ std::string Date() {
   std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
   return buf;
 }
-
-}  // namespace
 
 double UsdPerMillionTokens(double usd_per_hour, double tokens_per_s) {
   if (!(usd_per_hour > 0) || !(tokens_per_s > 0)) return 0;
@@ -38,7 +38,7 @@ nlohmann::json ResultJson(const RunDescription& d, const BenchMetrics& m,
                           const std::vector<RequestRecord>* details) {
   nlohmann::json j;
   j["tag"] = d.tag;
-  j["date"] = Date();
+  j["date"] = RunDate();
   j["backend"] = d.backend;
   j["base_url"] = d.base_url;
   j["model_id"] = d.model;

@@ -39,6 +39,8 @@ nlohmann::json ResultJson(const RunDescription& d, const BenchMetrics& m,
                           const std::vector<RequestRecord>* details = nullptr);
 
 // $ per million tokens at `tokens_per_s` on a node costing `usd_per_hour`; 0 when undefined.
+// The local time as the JSON's `date` (sglang's format, YYYYMMDD-HHMMSS).
+std::string RunDate();
 double UsdPerMillionTokens(double usd_per_hour, double tokens_per_s);
 
 // The stdout table, in the layout of sglang's "Serving Benchmark Result".

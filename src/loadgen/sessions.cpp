@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -354,15 +353,6 @@ std::vector<std::vector<std::string>> TurnRows(const SessionsReport& r) {
   return rows;
 }
 
-std::string Date() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
-
 }  // namespace
 
 SessionsReport SummarizeSessions(const SessionsRun& run) {
@@ -389,7 +379,7 @@ SessionsReport SummarizeSessions(const SessionsRun& run) {
 json SessionsJson(const SessionsReport& r) {
   const SessionSpec& s = r.spec;
   json j;
-  j["date"] = Date();
+  j["date"] = RunDate();
   j["title"] = r.title;
   j["command"] = r.command;
   j["api"] = ApiName(r);
