@@ -1,5 +1,5 @@
 // `mxserve tune moe (--model DIR | --shape model_dim=...,moe_inter=...,E=...,topk=...)
-// --dtype mxfp4|bf16 --tokens 1,2,4,...`: times every valid MoE kernel config per token bucket
+// --dtype mxfp4|fp8|bf16 --tokens 1,2,4,...`: times every valid MoE kernel config per token bucket
 // on synthetic data (src/tune/moe_tuner.h), prints tuned vs default per bucket, and writes
 // <output-dir>/<dtype>-<shape>-<isa>.json, which `serve` picks up (tune/moe_tuning.h).
 #include <unistd.h>
@@ -154,7 +154,7 @@ VerbRun SetupTune(CLI::App& app) {
                   "model_dim=6144,moe_inter=2048,E=256,topk=8[,shared=1] (instead of --model)");
   moe->add_option("--dtype", a->dtype, "expert weight format")
       ->required()
-      ->check(CLI::IsMember({"mxfp4", "bf16"}));
+      ->check(CLI::IsMember({"mxfp4", "fp8", "bf16"}));
   moe->add_option("--tokens", a->tokens, "tokens-per-step buckets, ascending")
       ->capture_default_str();
   moe->add_option("--output-dir", a->output_dir, "where <dtype>-<shape>-<isa>.json is written")

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/numerics.h"
+#include "kernels/fp8.h"
 #include "kernels/mxfp4.h"
 #include "model/moe.h"
 #include "model/weight_format.h"
@@ -38,11 +39,15 @@ struct Rng {
 
 int64_t ExpertBytes(const MoeShape& s, const std::string& dtype) {
   const int64_t params = 3 * s.model_dim * s.moe_inter;
-  return dtype == "mxfp4" ? params / 2 + params / 32 : dtype == "bf16" ? params * 2 : params * 4;
+  if (dtype == "mxfp4") return params / 2 + params / 32;
+  if (dtype == "fp8") return params + params / (kFp8Block * kFp8Block) * 4;
+  return dtype == "bf16" ? params * 2 : params * 4;
 }
 
-// W [n, k] with variance ≈ 1/k: bf16 uniform in ±sqrt(3/k), or MXFP4 with random codes and the
-// per-matrix E8M0 exponent that gives that variance (random codes have rms ≈ 2.9) ± 1.
+// W [n, k] with variance ≈ 1/k: bf16 uniform in ±sqrt(3/k); MXFP4 with random codes and the
+// per-matrix E8M0 exponent that gives that variance (random codes have rms ≈ 2.9) ± 1; FP8 with
+// random e4m3 codes of magnitude [0.5, 8) (rms ≈ 3.7) and each 128 × 128 block's scale
+// 1 / (3.7 sqrt(k)) times a random factor in [0.75, 1.25), packed as the loader packs them.
 LinearWeight RandomWeight(const std::string& dtype, int64_t n, int64_t k, Rng& rng) {
   LinearWeight w;
   w.n = n;
@@ -62,6 +67,26 @@ LinearWeight RandomWeight(const std::string& dtype, int64_t n, int64_t k, Rng& r
       e = static_cast<uint8_t>(base - 1 + static_cast<int>(rng.Next() % 3));
     w.mx_q = w.owned_mx_q.data();
     w.mx_e = w.owned_mx_e.data();
+    return w;
+  }
+  if (dtype == "fp8") {
+    w.dtype = DType::kF8_E4M3;
+    w.owned_mx_q.resize(n * k);  // LinearWeight keeps copied FP8 codes there
+    for (auto& c : w.owned_mx_q) {
+      const uint64_t r = rng.Next();  // sign, exponent field 6..9 (2^-1..2^2), mantissa
+      c = static_cast<uint8_t>((r & 0x80) | ((6 + (r >> 8) % 4) << 3) | ((r >> 16) & 7));
+    }
+    const int64_t kb = Fp8ScaleCols(k), nb = (n + kFp8Block - 1) / kFp8Block;
+    const double base = 1.0 / (3.7 * std::sqrt(double(k)));
+    w.owned_fp8_s.resize(nb * kb);
+    for (auto& v : w.owned_fp8_s) v = static_cast<float>(base * (0.75 + 0.5 * rng.Uniform()));
+    w.fp8 = w.owned_mx_q.data();
+    w.fp8_s = w.owned_fp8_s.data();
+    w.owned_fp8p.resize(Fp8PackedBytes(n, k));
+    w.owned_fp8p_s.resize(Fp8PackedScales(n, k));
+    PackFp8(w.fp8, k, w.fp8_s, 0, n, k, w.owned_fp8p.data(), w.owned_fp8p_s.data());
+    w.fp8p = w.owned_fp8p.data();
+    w.fp8p_s = w.owned_fp8p_s.data();
     return w;
   }
   const float a = std::sqrt(3.0f / static_cast<float>(k));
@@ -179,14 +204,18 @@ std::vector<MoeKernelConfig> EnumerateMoeCandidates(const MoeShape& shape, const
   return out;
 }
 
-double CheckTolerance(const std::string& dtype) { return dtype == "mxfp4" ? 2e-2 : 1e-4; }
+// FP8 and MXFP4 configs may take their activations in other tiles and orders (bf16 / int8 rounding
+// of the same values, sums in another order); bf16 and f32 differ by summation order only.
+double CheckTolerance(const std::string& dtype) {
+  return dtype == "mxfp4" || dtype == "fp8" ? 2e-2 : 1e-4;
+}
 
 namespace {
 
 Status CheckOptions(const MoeTuneOptions& o) {
   const MoeShape& s = o.shape;
-  if (o.dtype != "bf16" && o.dtype != "mxfp4" && o.dtype != "f32") {
-    return InvalidArgument("--dtype {}: expected mxfp4 or bf16", o.dtype);
+  if (o.dtype != "bf16" && o.dtype != "mxfp4" && o.dtype != "fp8" && o.dtype != "f32") {
+    return InvalidArgument("--dtype {}: expected mxfp4, fp8 or bf16", o.dtype);
   }
   if (o.dtype == "mxfp4" && (s.model_dim % 32 != 0 || s.moe_inter % 32 != 0)) {
     return InvalidArgument("--shape {}: MXFP4 needs model_dim and moe_inter divisible by 32",

@@ -214,8 +214,8 @@ Result<MoeTuneTable> ParseMoeTuneTable(std::string_view text, const std::string&
                      fmt::format("{} is not supported (this build reads {})", version, kVersion));
   }
   MX_ASSIGN_OR_RETURN(t.dtype, top.String("dtype"));
-  if (t.dtype != "bf16" && t.dtype != "mxfp4" && t.dtype != "f32") {
-    return top.Error("dtype", fmt::format("'{}' is not bf16, mxfp4 or f32", t.dtype));
+  if (t.dtype != "bf16" && t.dtype != "mxfp4" && t.dtype != "fp8" && t.dtype != "f32") {
+    return top.Error("dtype", fmt::format("'{}' is not bf16, mxfp4, fp8 or f32", t.dtype));
   }
   MX_ASSIGN_OR_RETURN(t.isa, top.String("isa"));
   if (t.isa != "ref" && t.isa != "avx2" && t.isa != "avx512") {

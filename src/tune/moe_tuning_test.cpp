@@ -126,7 +126,8 @@ TEST(MoeTuneTable, RejectsMalformedFilesNamingFileAndField) {
       {"\"model_dim\": 64", "\"model_dim\": 0", "shape.model_dim: 0 is outside"},
       {"\"version\": 1", "\"version\": 2", "version: 2 is not supported"},
       {"\"format\": \"mxserve-moe-tune\"", "\"format\": \"other\"", "format: 'other'"},
-      {"\"dtype\": \"bf16\"", "\"dtype\": \"fp8\"", "dtype: 'fp8' is not bf16, mxfp4 or f32"},
+      {"\"dtype\": \"bf16\"", "\"dtype\": \"int4\"",
+       "dtype: 'int4' is not bf16, mxfp4, fp8 or f32"},
       {"\"isa\": \"avx2\"", "\"isa\": \"neon\"", "isa: 'neon'"},
       {"\"threads\": 2,", "", "threads: missing"},
   };
