@@ -71,7 +71,7 @@ inline void DotPart(const uint16_t* const (&q)[kR], int64_t part, const uint16_t
   auto step = [&](__mmask32 mk) {
     __m512bh kv[kK];
     for (int j = 0; j < kK; ++j) kv[j] = AsBh(_mm512_maskz_loadu_epi16(mk, k[j] + i));
-    for (int r = 0; r < kR; ++r) {
+    MX_UNROLL for (int r = 0; r < kR; ++r) {
       const __m512bh ql = AsBh(_mm512_loadu_si512(q[r] + 2 * part + i));
       const __m512bh qm = AsBh(_mm512_loadu_si512(q[r] + part + i));
       const __m512bh qh = AsBh(_mm512_loadu_si512(q[r] + i));
@@ -109,7 +109,7 @@ template <int NCH>  // 32-dimension chunks: w in (32·(NCH - 1), 32·NCH]
   __mmask32 mk[NCH];
   for (int ch = 0; ch < nch; ++ch) mk[ch] = M32(w - ch * kC);
   __m512 acc[kR][2 * NCH];
-  for (int r = 0; r < kR; ++r) {
+  MX_UNROLL for (int r = 0; r < kR; ++r) {
     const __m512 cr = _mm512_set1_ps(c[r]);
     for (int ch = 0; ch < nch; ++ch) {
       const int64_t rem = w - ch * kC;
@@ -130,7 +130,7 @@ template <int NCH>  // 32-dimension chunks: w in (32·(NCH - 1), 32·NCH]
       lo[ch] = AsBh(_mm512_unpacklo_epi16(a, b));
       hi[ch] = AsBh(_mm512_unpackhi_epi16(a, b));
     }
-    for (int r = 0; r < kR; ++r) {
+    MX_UNROLL for (int r = 0; r < kR; ++r) {
       uint32_t ph, pm, pl;  // the pair's probabilities, high, mid and low parts
       std::memcpy(&ph, p[r] + (t - t0), sizeof(ph));
       std::memcpy(&pm, p[r] + kPbStride + (t - t0), sizeof(pm));
@@ -208,7 +208,7 @@ void AttendRowsBf16Dot(const float* qa, int64_t ldqa, const float* qb, int64_t l
       const int64_t te = keys_of(i0, r, t0, t1);
       const uint16_t* q_a[kR];
       const uint16_t* q_b[kR];
-      for (int j = 0; j < kR; ++j) {
+      MX_UNROLL for (int j = 0; j < kR; ++j) {
         q_a[j] = qx + 3 * (i0 + std::min(j, r - 1)) * pw;
         q_b[j] = q_a[j] + pa;
       }
@@ -282,7 +282,7 @@ void AttendRowsBf16Dot(const float* qa, int64_t ldqa, const float* qb, int64_t l
       float* o_r[kR];
       float c_r[kR];
       const uint16_t* p_r[kR];
-      for (int j = 0; j < kR; ++j) {
+      MX_UNROLL for (int j = 0; j < kR; ++j) {
         const int64_t i = i0 + std::min(j, r - 1);
         o_r[j] = out + i * ldo;
         c_r[j] = c[i];
