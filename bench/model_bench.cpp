@@ -13,6 +13,7 @@
 //   model_bench [dir=/tmp/mxserve-bench-scale] [threads=0] [repeats=3] [steps=8]
 //               [config=../shared/configs/bench-scale.json] [batches=1,8,32] [prefill=512 (0:
 //               none)] [context=128] [flush=1 (evict the caches before each decode step)] [mxfp4=1]
+//               [quant=mxfp4 (or fp8: DIR/fp8, every linear FP8 as `quantize --format fp8`)]
 //               [bf16=1 (0: the MXFP4 checkpoint alone)] [tuned=1 (the MoE config from
 //               configs/moe/; 0: default)] [spin_us=200 (how long idle pool workers poll before
 //               sleeping; 0: sleep at once)] [activations=bf16 (fp32: exact bf16 GEMMs)]
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
       {"context", "128"},
       {"flush", "1"},
       {"mxfp4", "1"},
+      {"quant", "mxfp4"},
       {"bf16", "1"},
       {"tuned", "1"},
       {"spin_us", std::to_string(mx::ThreadPool::kDefaultSpinUs)},
@@ -116,7 +118,8 @@ int main(int argc, char** argv) {
     a[s.substr(0, eq)] = s.substr(eq + 1);
   }
   (void)mx::SetLogLevel("warn");
-  const std::string bf16_dir = a["dir"] + "/bf16", mx_dir = a["dir"] + "/mxfp4";
+  if (a["quant"] != "mxfp4" && a["quant"] != "fp8") Die("quant: mxfp4 or fp8");
+  const std::string bf16_dir = a["dir"] + "/bf16", mx_dir = a["dir"] + "/" + a["quant"];
   if (!fs::exists(bf16_dir + "/model.safetensors") &&
       !fs::exists(bf16_dir + "/model.safetensors.index.json")) {
     std::printf("writing the random bench-scale checkpoint to %s ...\n", bf16_dir.c_str());
@@ -132,9 +135,11 @@ int main(int argc, char** argv) {
   }
   const bool with_mx = a["mxfp4"] == "1";
   if (with_mx && !fs::exists(mx_dir + "/config.json")) {
-    std::printf("quantizing it (routed experts to MXFP4) to %s ...\n", mx_dir.c_str());
+    std::printf("quantizing it (the default %s recipe) to %s ...\n", a["quant"].c_str(),
+                mx_dir.c_str());
     std::fflush(stdout);
     mx::quant::QuantizeOptions qo;
+    qo.format = a["quant"];
     if (auto s = mx::quant::QuantizeCheckpoint(bf16_dir, mx_dir, qo); !s.ok()) {
       Die(s.status().ToString());
     }
@@ -223,8 +228,12 @@ int main(int argc, char** argv) {
     const std::unique_ptr<mx::Model>& model = loaded->model;
     const mx::ModelConfig& c = model->config();
     const mx::MoeTuning& moe = loaded->moe;
-    const std::string label = fmt::format("{}{}", dir == bf16_dir ? "bf16" : "MXFP4 experts",
-                                          moe.tuned ? " (tuned MoE)" : "");
+    const std::string label =
+        fmt::format("{}{}",
+                    dir == bf16_dir         ? "bf16"
+                    : a["quant"] == "mxfp4" ? "MXFP4 experts"
+                                            : "FP8 (every linear but the lm_head)",
+                    moe.tuned ? " (tuned MoE)" : "");
     std::mt19937_64 rng(1);
     // Decode at each batch size: every sequence has `ctx` tokens of context, then `steps`
     // single-token steps; the best step of all repeats.
