@@ -503,3 +503,102 @@ TEST(Cli, SessionsAndToolsLimitsNameTheFlag) {
 }
 
 }  // namespace
+
+namespace {
+
+// `serve --dry-run --json`: the memory plan of the tiny model, its fields checked against the
+// config (KV rows per layer) and the safetensors header (checkpoint bytes), with no load.
+TEST(Cli, ServeDryRunJsonPlansWithoutLoading) {
+  const std::string dir = std::string(MX_TEST_DATA_DIR) + "/tiny";
+  CmdResult r =
+      Exec("serve " + dir + " --dry-run --json --available-memory 8G --max-total-tokens 4096",
+           /*stderr_too=*/false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["available_bytes"], int64_t{8} << 30);
+  EXPECT_TRUE(doc["fits"].get<bool>());
+  EXPECT_TRUE(doc["error"].is_null());
+  ASSERT_EQ(doc["models"].size(), 1u);
+  const nlohmann::json& m = doc["models"][0];
+  EXPECT_EQ(m["name"], "tiny");
+  EXPECT_EQ(m["tp"], 1);
+  EXPECT_EQ(m["dp"], 1);
+  EXPECT_TRUE(m["mpi_rank"].is_null());
+  // KV: every layer and the MTP layer, latent + rope (+ indexer key), bf16 by default.
+  std::ifstream cf(dir + "/config.json");
+  const nlohmann::json cfg = nlohmann::json::parse(cf);
+  const nlohmann::json& kv = m["kv"];
+  EXPECT_EQ(kv["dtype"], "bf16");
+  ASSERT_EQ(kv["layers"].size(),
+            cfg["num_hidden_layers"].get<size_t>() + cfg["num_nextn_predict_layers"].get<size_t>());
+  int64_t bpt = 0;
+  for (const auto& l : kv["layers"]) {
+    const int64_t idx = l["indexer_values"];
+    EXPECT_TRUE(idx == 0 || idx == cfg["index_head_dim"].get<int64_t>());
+    EXPECT_EQ(
+        l["bytes_per_token"].get<int64_t>(),
+        2 * (cfg["kv_lora_rank"].get<int64_t>() + cfg["qk_rope_head_dim"].get<int64_t>() + idx));
+    bpt += l["bytes_per_token"].get<int64_t>();
+  }
+  EXPECT_TRUE(kv["layers"].back()["mtp"].get<bool>());
+  EXPECT_EQ(kv["bytes_per_token"], bpt);
+  EXPECT_FALSE(kv["automatic"].get<bool>());
+  EXPECT_EQ(kv["tokens"], 4096);
+  EXPECT_EQ(kv["bytes_per_copy"], 4096 * bpt);
+  // Weights: the checkpoint bytes are the tensors' bytes by the header.
+  auto st = mx::SafetensorsFile::Open(dir + "/model.safetensors");
+  ASSERT_TRUE(st.ok());
+  int64_t header_bytes = 0;
+  for (const mx::TensorView& v : (*st)->tensors()) header_bytes += static_cast<int64_t>(v.nbytes);
+  ASSERT_EQ(m["ranks"].size(), 1u);
+  const nlohmann::json& rank = m["ranks"][0];
+  EXPECT_EQ(rank["weights"]["file_bytes"], header_bytes);
+  int64_t anon = 0;
+  for (const auto& f : rank["weights"]["formats"]) anon += f["anon_bytes"].get<int64_t>();
+  EXPECT_EQ(rank["weights"]["anon_bytes"], anon);
+  EXPECT_EQ(rank["total_bytes"].get<int64_t>(),
+            anon + rank["kv_bytes"].get<int64_t>() + rank["scratch_bytes"].get<int64_t>());
+  EXPECT_EQ(m["process_bytes"], rank["total_bytes"]);
+  EXPECT_EQ(doc["total_bytes"], m["process_bytes"]);
+}
+
+// A budget that cannot fit ends `serve` before anything is loaded (or bound), naming the flags;
+// --dry-run says the same and exits 1.
+TEST(Cli, ServeRefusesAPlanThatDoesNotFitNamingTheFlags) {
+  const std::string args =
+      "serve " MX_TEST_DATA_DIR "/tiny --max-total-tokens 4194304 --available-memory 64M --port 0";
+  CmdResult r = Exec(args);
+  EXPECT_NE(r.code, 0) << r.out;
+  for (const char* part :
+       {"does not fit", "nothing was loaded", "--max-total-tokens", "--kv-cache-dtype", "--tp"}) {
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
+  }
+  EXPECT_EQ(r.out.find("listening"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("loaded "), std::string::npos) << r.out;
+  CmdResult dry = Exec(args + " --dry-run --json", /*stderr_too=*/false);
+  EXPECT_EQ(dry.code, 1) << dry.out;
+  const nlohmann::json doc = nlohmann::json::parse(dry.out);
+  EXPECT_FALSE(doc["fits"].get<bool>());
+  EXPECT_NE(doc["error"].get<std::string>().find("--max-total-tokens"), std::string::npos);
+  CmdResult text = Exec("serve " MX_SOURCE_DIR "/models/glm-moe-dsa-arith-6m --dry-run");
+  EXPECT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("memory plan for"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("\nfits"), std::string::npos) << text.out;
+}
+
+TEST(Cli, ServePlanBadInputsAreClearErrors) {
+  const std::string tiny = "serve " MX_TEST_DATA_DIR "/tiny --dry-run";
+  for (const auto& [args, part] : std::vector<std::pair<std::string, std::string>>{
+           {tiny + " --available-memory lots", "--available-memory"},
+           {"serve " MX_TEST_DATA_DIR "/tiny --json", "--dry-run"},
+           {tiny + " --kv-cache-dtype fp4", "kv_cache_dtype 'fp4'"},
+           {tiny + " --page-size 0", "--page-size"},
+           {tiny + " --tp 3", "--tp 3"},
+           {"serve /no/such/model --dry-run", "config.json"}}) {
+    CmdResult r = Exec(args);
+    EXPECT_NE(r.code, 0) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(part), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
+}  // namespace

@@ -16,7 +16,10 @@
 
 #include <fmt/format.h>
 
+#include "base/log.h"
+#include "base/meminfo.h"
 #include "cli/cli_util.h"
+#include "cli/serve_plan.h"
 #include "cli/served_model_info.h"
 #include "cli/verb.h"
 #include "engine/dp_engine.h"
@@ -54,6 +57,11 @@ struct ServeArgs {
   std::string load_balance_method = "round_robin";
   int tp = 0;  // tensor-parallel ranks (0: not given)
   int ep = 0;  // expert-parallel ranks (0: not given)
+  // The memory plan (serve_plan.h): --dry-run prints it (--json as JSON) and exits;
+  // --available-memory plans against that many bytes instead of MemAvailable.
+  bool dry_run = false;
+  bool plan_json = false;
+  int64_t available_memory = 0;
 };
 
 // The API key from --api-key, --api-key-file (first line; a file keeps it out of `ps`) or the
@@ -129,6 +137,7 @@ struct ModelEntry {
   std::string name;
   std::string dir;
   std::string chat_template;  // "": the checkpoint's (or --chat-template)
+  int64_t kv_tokens = 0;      // the memory plan's KV budget (--max-total-tokens or automatic)
 };
 
 Result<std::vector<ModelEntry>> ModelList(const ServeArgs& a) {
@@ -192,6 +201,7 @@ Result<std::unique_ptr<server::ServedModel>> LoadModelToServe(const ModelEntry& 
   const std::string& dir = entry.dir;
   EngineOptions eo = a.engine;
   eo.model_dir = dir;
+  eo.max_total_tokens = entry.kv_tokens;  // the plan's (what --max-total-tokens gave, or auto)
   eo.threads = Globals().threads;
   auto engine = CreateDpEngine(eo, a.dp, {.method = method});
   if (!engine.ok()) {
@@ -219,6 +229,54 @@ Result<std::unique_ptr<server::ServedModel>> LoadModelToServe(const ModelEntry& 
   return std::move(*served);
 }
 
+// The rank of this process under mpirun (OMPI_COMM_WORLD_RANK), else -1.
+int MpiRank() {
+  const char* s = std::getenv("OMPI_COMM_WORLD_RANK");
+  return s == nullptr || MpiWorldSize() <= 1 ? -1 : std::atoi(s);
+}
+
+// The memory plan of every model before anything is loaded (serve_plan.h): logged, or printed
+// by --dry-run; one that does not fit ends the command. Fills each entry's KV budget. Returns
+// the exit code when the command ends here, else -1.
+int PlanServe(const ServeArgs& a, std::vector<ModelEntry>& models) {
+  MemoryPlanOptions base;
+  const EngineOptions& e = a.engine;
+  base.tp = e.tp;
+  base.expert_parallel = e.expert_parallel;
+  base.dp = a.dp;
+  base.mpi_rank = MpiRank();
+  base.kv_cache_dtype = e.kv_cache_dtype;
+  base.max_total_tokens = e.max_total_tokens;
+  base.mem_fraction = e.mem_fraction;
+  base.page_size = e.page_size;
+  base.chunked_prefill_size = e.chunked_prefill_size;
+  base.max_running_requests = e.max_running_requests;
+  base.threads = Globals().threads;
+  std::vector<std::pair<std::string, std::string>> dirs;
+  for (const ModelEntry& m : models) dirs.emplace_back(m.name, m.dir);
+  const std::optional<int64_t> avail =
+      a.available_memory > 0 ? std::optional<int64_t>(a.available_memory) : AvailableMemoryBytes();
+  auto plans = PlanModels(dirs, base, avail);
+  if (!plans.ok()) {
+    std::fprintf(stderr, "mxserve serve: %s\n", plans.status().message().c_str());
+    return 2;
+  }
+  const Status fit = avail ? CheckPlansFit(*plans, *avail) : Status::Ok();
+  if (a.dry_run) {
+    if (a.plan_json) {
+      std::printf("%s\n", PlansJson(*plans, avail, fit).c_str());
+    } else {
+      for (const MemoryPlan& p : *plans) std::printf("%s\n", DescribePlan(p).c_str());
+      std::printf("%s\n", fit.ok() ? "fits" : fit.message().c_str());
+    }
+    return fit.ok() ? 0 : 1;
+  }
+  for (const MemoryPlan& p : *plans) MX_LOG_INFO("{}", DescribePlan(p));
+  if (!fit.ok()) return Fail(fit.message());
+  for (size_t i = 0; i < models.size(); ++i) models[i].kv_tokens = (*plans)[i].kv.tokens;
+  return -1;
+}
+
 // The ready line with a request to paste, and the web page's address.
 void PrintReady(const ServeArgs& a, size_t n_models, int port) {
   const std::string auth = a.server.api_key.empty() ? "" : " -H 'Authorization: Bearer KEY'";
@@ -244,6 +302,7 @@ int RunServe(ServeArgs& a) {
     std::fprintf(stderr, "mxserve serve: %s\n", st.message().c_str());
     return 2;
   }
+  if (const int code = PlanServe(a, *models); code >= 0) return code;
   // Signals are taken by one waiting thread; every thread started from here inherits the mask.
   sigset_t set;
   sigemptyset(&set);
@@ -476,6 +535,17 @@ VerbRun SetupServe(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--kv-cache-dtype", e.kv_cache_dtype, "auto|bf16|fp8_e4m3|fp8_e4m3fnuz")
       ->capture_default_str();
+  auto* dry_run =
+      sub->add_flag("--dry-run", a->dry_run,
+                    "print the memory plan (weights by format and where they live, KV bytes per "
+                    "token x the token budget, scratch, each rank, the total against the available "
+                    "memory) and exit without loading: 0 when it fits, 1 when it does not");
+  sub->add_flag("--json", a->plan_json, "with --dry-run: the plan as JSON (docs/serving.md)")
+      ->needs(dry_run);
+  sub->add_option("--available-memory", a->available_memory,
+                  "plan against this many bytes (e.g. 64G) instead of this machine's "
+                  "MemAvailable: a what-if for --dry-run, and the budget the KV pool is sized from")
+      ->transform(CLI::AsSizeValue(false));
   sub->add_option("--max-running-requests", e.max_running_requests)->capture_default_str();
   sub->add_option("--max-queued-requests", e.max_queued_requests, "beyond: 429 with Retry-After")
       ->capture_default_str();

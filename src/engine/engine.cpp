@@ -13,6 +13,7 @@
 #include "base/mutex.h"
 #include "base/thread_pool.h"
 #include "engine/engine_factory.h"
+#include "engine/memory_plan.h"
 #include "engine/model_factory.h"
 #include "engine/scheduler.h"
 #include "model/moe.h"
@@ -379,10 +380,9 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
   if (tokens <= 0) {
     // Without /proc/meminfo: as if 8 GiB were free.
     const int64_t avail = AvailableMemoryBytes().value_or(int64_t{8} << 30);
-    tokens = static_cast<int64_t>(o.mem_fraction * static_cast<double>(avail)) /
-             std::max<int64_t>(bpt, 1);
     // More than every running request at full context is never used.
-    tokens = std::min(tokens, int64_t{o.max_running_requests} * c.max_position_embeddings);
+    tokens = AutoKvTokens(o.mem_fraction, avail, bpt,
+                          int64_t{o.max_running_requests} * c.max_position_embeddings);
   }
   const int64_t n_pages = std::max<int64_t>(1, tokens / o.page_size);
   MX_LOG_INFO("KV cache: {} pages of {} tokens = {} tokens, {} bytes per token ({}), {:.1f} MiB",

@@ -66,9 +66,17 @@ struct TensorView {
   const uint8_t* data = nullptr;  // not necessarily aligned to the element size
   size_t nbytes = 0;
   const std::string* file = nullptr;  // path of the file holding it
+  bool mapped = false;                // data lies in a file mapping (SafetensorsFile::Open)
 
   int64_t numel() const;
 };
+
+// Drops the whole pages of bytes [offset, offset + n) of `v` (clamped to the tensor) from this
+// process's resident set when `v` lies in a file mapping; a later read maps them back in, so
+// the view stays valid. Nothing for a view of caller-owned bytes (FromBuffer). The loader calls
+// it once it has copied a tensor (or part of one), so the mapping does not keep a second copy
+// of the weights resident.
+void ReleaseTensorPages(const TensorView& v, size_t offset = 0, size_t n = SIZE_MAX);
 
 // An open, validated safetensors file. Thread-safety: immutable after Open; safe to share.
 class SafetensorsFile {

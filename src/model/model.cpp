@@ -14,6 +14,7 @@
 #include "model/layer_context.h"
 #include "model/mla.h"
 #include "model/moe.h"
+#include "model/weight_plan.h"
 #include "parallel/communicator.h"
 
 namespace mx {
@@ -26,8 +27,14 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& dir,
   if (adjust) adjust(config);
   MX_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(dir));
   std::unique_ptr<Model> m(new Model(std::move(config), std::move(ckpt)));
-  auto w = LoadModelWeights(m->config_, m->ckpt_, shard);
+  // The plan runs the loader's checks and says how much it will read (weight_plan.h).
+  auto plan = PlanWeights(m->config_, m->ckpt_, shard);
+  if (!plan.ok()) return plan.status().WithContext(dir);
+  LoadProgress progress(shard.whole() ? dir : fmt::format("{} ({})", dir, shard.Describe()),
+                        plan->file_bytes, plan->tensors, StderrIsTerminal());
+  auto w = LoadModelWeights(m->config_, m->ckpt_, shard, &progress);
   if (!w.ok()) return w.status().WithContext(dir);
+  progress.Finish();
   m->weights_ = std::move(w).value();
   std::string warning;
   auto scales = LoadKvScales(m->ckpt_, m->config_, &warning);

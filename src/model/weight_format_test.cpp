@@ -7,11 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <set>
 
+#include "base/mmap.h"
 #include "base/numerics.h"
+#include "kernels/bf16_packed.h"
 #include "model/weight_bytes.h"
 #include "quant/quant_format.h"
 
@@ -245,6 +248,47 @@ TEST(LinearFormats, Fp8BlocksRowPhasesAndColumnSlices) {
       }
     }
   }
+}
+
+// A bf16 tensor larger than the loader's packing chunk, mapped from a file: packed chunk by
+// chunk (each chunk's pages released once packed), the result is the whole tensor, every element
+// in its place, the last group padded; the view still reads the file afterwards.
+TEST(LinearFormats, MappedBf16PacksInChunksToTheWholeLayout) {
+  constexpr int64_t n = 40007, k = 100;  // ~8 MB: two 4 MB chunks and a partial last group
+  std::vector<uint16_t> src(n * k);
+  std::mt19937 rng(7);
+  for (uint16_t& x : src) x = F32ToBf16(std::normal_distribution<float>(0.0f, 1.0f)(rng));
+  const std::string path = ::testing::TempDir() + "/mx_bf16_chunks.bin";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(src.data(), 2, src.size(), f), src.size());
+    std::fclose(f);
+  }
+  auto map = MappedFile::Open(path);
+  ASSERT_TRUE(map.ok()) << map.status().ToString();
+  TensorView v;
+  v.name = "w";
+  v.dtype = DType::kBF16;
+  v.shape = {n, k};
+  v.data = map->data();
+  v.nbytes = map->size();
+  v.mapped = true;
+  const LinearWeight w = FormatForFileDtype(DType::kBF16)->load(v, nullptr);
+  ASSERT_EQ(w.n, n);
+  ASSERT_EQ(w.owned_bf16.size(), static_cast<size_t>(Bf16PackedElems(n, k)));
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t c = 0; c < k; ++c) {
+      ASSERT_EQ(Bf16PackedAt(w.bf16p, k, r, c), src[r * k + c]) << r << "," << c;
+    }
+  }
+  for (int64_t r = n; r < Bf16Groups(n) * kBf16RowGroup; ++r) {
+    ASSERT_EQ(Bf16PackedAt(w.bf16p, k, r, 0), 0) << r;  // padding rows are zero
+  }
+  uint16_t last;
+  std::memcpy(&last, v.data + v.nbytes - 2, 2);  // the released pages map back in
+  EXPECT_EQ(last, src.back());
+  std::remove(path.c_str());
 }
 
 TEST(LinearFormats, TableIsConsistent) {

@@ -65,17 +65,23 @@ LinearWeight SliceRows(LinearWeight w, int64_t first, int64_t count) {
   return FormatOf(w).rows(w, first, count, /*copy=*/owned);
 }
 
-Result<LinearWeight> SliceCols(const LinearWeight& w, int64_t first, int64_t count,
-                               const std::string& name) {
-  MX_CHECK_LE(first + count, w.k);
-  const LinearFormat& f = FormatOf(w);
-  const bool partial_end = f.dtype == DType::kF8_E4M3 && first + count == w.k;
+Status CheckColSlice(const LinearFormat& f, int64_t k, int64_t first, int64_t count,
+                     const std::string& name) {
+  const bool partial_end = f.dtype == DType::kF8_E4M3 && first + count == k;
   if (first % f.block != 0 || (count % f.block != 0 && !partial_end)) {
     return InvalidArgument(
         "{}: {} weight split along its input at columns [{}, {}), which is not a multiple "
         "of the {}-element block; choose a --tp / --ep that keeps each slice {}-aligned",
         name, f.name, first, first + count, f.block, f.block);
   }
+  return Status::Ok();
+}
+
+Result<LinearWeight> SliceCols(const LinearWeight& w, int64_t first, int64_t count,
+                               const std::string& name) {
+  MX_CHECK_LE(first + count, w.k);
+  const LinearFormat& f = FormatOf(w);
+  MX_RETURN_IF_ERROR(CheckColSlice(f, w.k, first, count, name));
   return f.cols(w, first, count);
 }
 
@@ -96,12 +102,24 @@ namespace {
 // Looks tensors up after CheckCheckpoint has validated names, shapes and dtypes.
 class Loader {
  public:
-  Loader(const Checkpoint& ckpt, const ModelShard& shard) : ckpt_(ckpt), shard_(shard) {}
+  Loader(const Checkpoint& ckpt, const ModelShard& shard, LoadProgress* progress)
+      : ckpt_(ckpt), shard_(shard), progress_(progress) {}
 
   const TensorView& View(const std::string& name) {
     const TensorView* v = ckpt_.Find(name);
     MX_CHECK_MSG(v != nullptr, name);  // CheckCheckpoint guarantees presence
     return *v;
+  }
+
+  // Once a tensor (and its scale) is copied out: counted, and its pages dropped from the
+  // resident set so that the mapping does not hold a second copy of the weights (views into it,
+  // e.g. FP8 codes, stay valid and map back in when read).
+  void Done(const TensorView& v, const TensorView* scale) {
+    ReleaseTensorPages(v);
+    if (scale != nullptr) ReleaseTensorPages(*scale);
+    if (progress_ != nullptr) {
+      progress_->Add(static_cast<int64_t>(v.nbytes + (scale != nullptr ? scale->nbytes : 0)));
+    }
   }
 
   // Any float tensor as an fp32 vector.
@@ -127,6 +145,7 @@ class Loader {
                                name, DTypeName(v.dtype));
       }
     }
+    Done(v, nullptr);
     return out;
   }
 
@@ -140,7 +159,9 @@ class Loader {
     }
     // MXFP4's and FP8's scales: checked by CheckCheckpoint and CheckQuantization.
     const TensorView* scale = f->codec != nullptr ? &View(name + f->codec->scale_suffix) : nullptr;
-    return f->load(v, scale);
+    LinearWeight w = f->load(v, scale);
+    Done(v, scale);
+    return w;
   }
 
   // Output rows [first, first + count) of a column-parallel weight.
@@ -184,6 +205,7 @@ class Loader {
     MX_ASSIGN_OR_RETURN(at.kv_a_layernorm, Vector(a + "kv_a_layernorm.weight"));
     MX_ASSIGN_OR_RETURN(at.kv_b_proj, ColumnParallel(a + "kv_b_proj.weight", h0 * Dkv, Hl * Dkv));
     at.kv_b_uk_t = AbsorbedKeyWeight(at.kv_b_proj, c, Hl);
+    ReleaseTensorPages(View(a + "kv_b_proj.weight"));  // an FP8 kv_b_proj's codes were read again
     MX_ASSIGN_OR_RETURN(at.o_proj,
                         RowParallel(a + "o_proj.weight", h0 * c.v_head_dim, Hl * c.v_head_dim));
     l.has_indexer = c.is_full_indexer_layer(i);
@@ -224,6 +246,7 @@ class Loader {
  private:
   const Checkpoint& ckpt_;
   const ModelShard& shard_;
+  LoadProgress* progress_;
 };
 
 }  // namespace
@@ -372,11 +395,11 @@ Status CheckShardable(const ModelConfig& c, const ModelShard& s) {
   return Status::Ok();
 }
 
-Result<ModelWeights> LoadModelWeights(const ModelConfig& config, const Checkpoint& ckpt,
-                                      const ModelShard& shard) {
+Result<CheckpointReport> CheckLoadable(const ModelConfig& config,
+                                       const std::vector<TensorSpec>& specs, const Checkpoint& ckpt,
+                                       const ModelShard& shard) {
   MX_RETURN_IF_ERROR(CheckShardable(config, shard));
-  const std::vector<TensorSpec> specs = ExpectedTensors(config);
-  const CheckpointReport report = CheckCheckpoint(config, specs, ckpt);
+  CheckpointReport report = CheckCheckpoint(config, specs, ckpt);
   // One error for every problem: the tensors' own (missing, mis-shaped, a malformed FP8 scale)
   // and their disagreements with quantization_config.
   const Status quant = CheckQuantization(config, report);
@@ -385,7 +408,14 @@ Result<ModelWeights> LoadModelWeights(const ModelConfig& config, const Checkpoin
                            quant.ok() ? "" : quant.message());
   }
   MX_RETURN_IF_ERROR(quant);
-  Loader ld(ckpt, shard);
+  return report;
+}
+
+Result<ModelWeights> LoadModelWeights(const ModelConfig& config, const Checkpoint& ckpt,
+                                      const ModelShard& shard, LoadProgress* progress) {
+  const std::vector<TensorSpec> specs = ExpectedTensors(config);
+  MX_RETURN_IF_ERROR(CheckLoadable(config, specs, ckpt, shard).status());
+  Loader ld(ckpt, shard, progress);
   ModelWeights w;
   w.shard = shard;
   MX_ASSIGN_OR_RETURN(w.embed_tokens, ld.Matrix("model.embed_tokens.weight"));

@@ -19,6 +19,7 @@
 #include "io/model_config.h"
 #include "kernels/kernels.h"
 #include "model/checkpoint_check.h"
+#include "model/load_progress.h"
 #include "model/shard.h"
 
 namespace mx {
@@ -71,6 +72,11 @@ struct LinearWeight {
 // Rows [first, first + count) of `w` as a weight of its own: a view when `w` is itself a view
 // into the mapped file, else a copy of those rows (so the result never points into `w`).
 LinearWeight SliceRows(LinearWeight w, int64_t first, int64_t count);
+struct LinearFormat;
+// Whether columns [first, first + count) of a weight of format `f` with k columns can be cut
+// off (whole blocks, or for FP8 a slice ending at k). Errors: SliceCols's.
+Status CheckColSlice(const LinearFormat& f, int64_t k, int64_t first, int64_t count,
+                     const std::string& name);
 // Columns [first, first + count) of `w`, copied. Errors: InvalidArgument naming `name` when
 // first or count is not a multiple of the format's block (MXFP4: 32 elements).
 Result<LinearWeight> SliceCols(const LinearWeight& w, int64_t first, int64_t count,
@@ -170,10 +176,21 @@ struct ModelWeights {
 // found dtype and shape.
 Status CheckQuantization(const ModelConfig& config, const CheckpointReport& report);
 
+// Every check LoadModelWeights makes before it reads tensor data, in its order: CheckShardable,
+// then CheckCheckpoint and CheckQuantization as one error listing every problem. The report's
+// pointers refer into `specs` and `ckpt`. (The memory plan, weight_plan.h, runs the same checks.)
+Result<CheckpointReport> CheckLoadable(const ModelConfig& config,
+                                       const std::vector<TensorSpec>& specs, const Checkpoint& ckpt,
+                                       const ModelShard& shard);
+
 // `shard`: the part to load (model/shard.h); tensors of other ranks' experts are not read.
+// Each tensor's pages are dropped from the resident set once it is copied (the mapping would
+// otherwise hold a second copy of the weights: peak RSS during the load stays near the steady
+// RSS after it). `progress`: told of every tensor read (may be null).
 // Errors additionally: CheckShardable's, and SliceCols's for an MXFP4 tensor whose slice is not
 // 32-aligned.
 Result<ModelWeights> LoadModelWeights(const ModelConfig& config, const Checkpoint& ckpt,
-                                      const ModelShard& shard = {});
+                                      const ModelShard& shard = {},
+                                      LoadProgress* progress = nullptr);
 
 }  // namespace mx
