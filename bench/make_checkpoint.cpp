@@ -6,8 +6,15 @@
 //
 //   make_checkpoint config=../shared/configs/glm-5.2.json dir=/tmp/glm52-slice
 //                   [layers=2] [dense=1] [mtp=0] [formats=bf16,mxfp4,fp8] [shard_gb=5] [seed=0]
-//                   [threads=0]
-//   → DIR/bf16, DIR/mxfp4, DIR/fp8 (a folder already holding a config.json is kept as it is)
+//                   [threads=0] [tokenizer=printable-pairs|gguf-bpe]
+//   → DIR/bf16, DIR/mxfp4, DIR/fp8 (a folder already holding a config.json is kept as it is, and
+//     so is a tokenizer.json)
+//
+// tokenizer=gguf-bpe writes the vocabulary and pre-tokenizer that ../shared/anchors/hf_to_gguf.py
+// puts in the GGUF it converts the bf16 folder to, so that mxserve and ik_llama.cpp's
+// llama-server tokenize the same text to the same ids (side-by-side runs over text: chat
+// completions, `bench sessions`); the default printable-pairs has no space tokens (its text
+// splits into bytes and pairs) and only suits prompts sent as ids.
 //
 // layers / dense / mtp of -1 keep the config's value. GLM-5.2 cut to layers=2 dense=1 is about
 // 24 GB in bf16, 10 GB with MXFP4 experts, 13 GB in FP8.
@@ -25,9 +32,11 @@ namespace fs = std::filesystem;
 
 int main(int argc, char** argv) {
   std::map<std::string, std::string> a = {
-      {"config", ""},    {"dir", ""},   {"layers", "2"},
-      {"dense", "1"},    {"mtp", "0"},  {"formats", "bf16,mxfp4,fp8"},
-      {"shard_gb", "5"}, {"seed", "0"}, {"threads", "0"},
+      {"config", ""},    {"dir", ""},
+      {"layers", "2"},   {"dense", "1"},
+      {"mtp", "0"},      {"formats", "bf16,mxfp4,fp8"},
+      {"shard_gb", "5"}, {"seed", "0"},
+      {"threads", "0"},  {"tokenizer", "printable-pairs"},
   };
   if (!mx::bench::ParseArgs(argc, argv, "make_checkpoint", a)) return 2;
   if (a["config"].empty() || a["dir"].empty()) {
@@ -45,6 +54,11 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "make_checkpoint: formats: '{}' is not bf16, mxfp4 or fp8\n", f);
       return 2;
     }
+  }
+  const auto vocab = mx::tok::ParseSyntheticVocab(a["tokenizer"]);
+  if (!vocab.ok()) {
+    fmt::print(stderr, "make_checkpoint: tokenizer: {}\n", vocab.status().message());
+    return 2;
   }
   const uint64_t shard = static_cast<uint64_t>(std::stod(a["shard_gb"]) * 1e9);
   mx::ThreadPool pool(std::stoi(a["threads"]));
@@ -68,7 +82,7 @@ int main(int argc, char** argv) {
     fs::rename(tmp, bf16_dir);
     fmt::print("  {:.0f} s\n", mx::bench::Now() - t0);
   }
-  if (auto s = mx::bench::EnsureSyntheticTokenizer(bf16_dir); !s.ok()) return die(s);
+  if (auto s = mx::bench::EnsureSyntheticTokenizer(bf16_dir, *vocab); !s.ok()) return die(s);
   for (const char* f : {"mxfp4", "fp8"}) {
     const std::string out = a["dir"] + "/" + f;
     if (formats.find(fmt::format(",{},", f)) == std::string::npos) continue;
@@ -85,7 +99,7 @@ int main(int argc, char** argv) {
       fmt::print("  {:.0f} s, {:.2f} GB -> {:.2f} GB\n", mx::bench::Now() - t0, sum->in_bytes / 1e9,
                  sum->out_bytes / 1e9);
     }
-    if (auto s = mx::bench::EnsureSyntheticTokenizer(out); !s.ok()) return die(s);
+    if (auto s = mx::bench::EnsureSyntheticTokenizer(out, *vocab); !s.ok()) return die(s);
   }
   return 0;
 }

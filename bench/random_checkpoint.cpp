@@ -14,7 +14,6 @@
 #include "io/model_config.h"
 #include "io/safetensors_writer.h"
 #include "model/tensor_plan.h"
-#include "tokenizer/synthetic_tokenizer.h"
 
 namespace mx::bench {
 namespace fs = std::filesystem;
@@ -133,15 +132,15 @@ Status WriteRandomBf16(const std::string& dir, uint64_t max_shard_bytes, uint64_
   return w.Write(dir, max_shard_bytes);
 }
 
-Status EnsureSyntheticTokenizer(const std::string& dir) {
+Status EnsureSyntheticTokenizer(const std::string& dir, tok::SyntheticVocab kind) {
   const fs::path path = fs::path(dir) / "tokenizer.json";
   if (fs::exists(path)) return Status::Ok();
   MX_ASSIGN_OR_RETURN(ModelConfig cfg, LoadModelConfig(dir + "/config.json"));
   std::vector<int32_t> special;
   for (int64_t id : cfg.eos_token_ids) special.push_back(static_cast<int32_t>(id));
   if (cfg.pad_token_id) special.push_back(static_cast<int32_t>(*cfg.pad_token_id));
-  MX_ASSIGN_OR_RETURN(std::string text,
-                      tok::SyntheticTokenizerJson(static_cast<int32_t>(cfg.vocab_size), special));
+  MX_ASSIGN_OR_RETURN(std::string text, tok::SyntheticTokenizerJson(
+                                            static_cast<int32_t>(cfg.vocab_size), special, kind));
   return WriteText(path.string(), text);
 }
 

@@ -2,8 +2,8 @@
 // parameters) cut to a few layers with every width kept, written as Hugging Face safetensors in
 // shards, streaming (one chunk of one tensor in memory at a time), then quantized with the
 // project's own recipes, each folder with a synthetic tokenizer.json of the config's vocabulary
-// (the one ../shared/anchors/hf_to_gguf.py gives ik_llama.cpp), so `mxserve serve`, `bench
-// offline` and side_by_side.py run on it.
+// (tokenizer/synthetic_tokenizer.h; its gguf-bpe kind is the one ../shared/anchors/hf_to_gguf.py
+// gives ik_llama.cpp), so `mxserve serve`, `bench offline` and side_by_side.py run on it.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "tokenizer/synthetic_tokenizer.h"
 
 namespace mx::bench {
 
@@ -33,8 +34,10 @@ Status WriteCutConfig(const std::string& config_path, const ConfigCut& cut,
 Status WriteRandomBf16(const std::string& dir, uint64_t max_shard_bytes, uint64_t seed,
                        ThreadPool& pool);
 
-// A synthetic tokenizer.json beside the checkpoint in `dir` (its config's vocabulary and special
-// tokens); written once.
-Status EnsureSyntheticTokenizer(const std::string& dir);
+// A synthetic tokenizer.json of `kind` beside the checkpoint in `dir` (its config's vocabulary
+// size, EOS and pad ids as special tokens); written once: a tokenizer.json already there is kept
+// whatever its kind.
+Status EnsureSyntheticTokenizer(const std::string& dir,
+                                tok::SyntheticVocab kind = tok::SyntheticVocab::kPrintablePairs);
 
 }  // namespace mx::bench

@@ -27,7 +27,7 @@ if [ ${#files[@]} -eq 0 ]; then
 fi
 flags=(-std=c++20 -Isrc -DFMT_SHARED -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL -DSPDLOG_SHARED_LIB
        -DMX_VERSION='"check"' -DMX_TEST_DATA_DIR='"tests/data"' -DMX_SHARED_DIR='"../shared"'
-       -DMX_SOURCE_DIR='"."' -DMXSERVE_BIN='"mxserve"' -Wno-unknown-warning-option)
+       -DMX_SOURCE_DIR='"."' -DMXSERVE_BIN='"mxserve"' -DMX_MAKE_CHECKPOINT_BIN='"make_checkpoint"' -Wno-unknown-warning-option)
 status=0
 for f in "${files[@]}"; do
   extra=()
