@@ -60,15 +60,20 @@ int main(int argc, char** argv) {
             n_out = std::stoi(a["output"]);
   const int n_shared = static_cast<int>(std::stod(a["shared"]) * n_prompt);
   mx::EngineOptions o;
-  o.model_dir = a["model"];
+  o.model.model_dir = a["model"];
   o.threads = std::stoi(a["threads"]);
-  o.kv_cache_dtype = a["kv"];
+  auto kv = mx::ParseKvCacheDtype(a["kv"]);
+  if (!kv.ok()) {
+    std::fprintf(stderr, "%s\n", kv.status().ToString().c_str());
+    return 2;
+  }
+  o.kv_cache_dtype = *kv;
   o.disable_radix_cache = a["radix"] == "0";
   o.chunked_prefill_size = std::stoll(a["chunk"]);
   o.max_running_requests = std::stoi(a["max_running"]);
   o.max_total_tokens = std::stoll(a["max_total_tokens"]);
   o.max_queued_requests = n_req + 1;
-  auto cfg = mx::LoadModelConfig(o.model_dir + "/config.json");
+  auto cfg = mx::LoadModelConfig(o.model.model_dir + "/config.json");
   if (!cfg.ok()) {
     std::fprintf(stderr, "%s\n", cfg.status().ToString().c_str());
     return 1;
@@ -86,7 +91,7 @@ int main(int argc, char** argv) {
 
   std::shared_ptr<const mx::grammar::CompiledGrammar> grammar;
   if (a["constraint"] == "1") {
-    auto tok = mx::tok::Tokenizer::FromFile(o.model_dir + "/tokenizer.json");
+    auto tok = mx::tok::Tokenizer::FromFile(o.model.model_dir + "/tokenizer.json");
     if (!tok.ok()) {
       std::fprintf(stderr, "%s\n", tok.status().ToString().c_str());
       return 1;

@@ -35,6 +35,7 @@
 #include "engine/engine.h"
 #include "io/model_config.h"
 #include "kernels/kernels.h"
+#include "kv/paged_kv_store.h"
 #include "model/model.h"
 #include "model/weight_bytes.h"
 #include "tokenizer/chat_template.h"
@@ -320,6 +321,12 @@ int main(int argc, char** argv) {
                          std::stoll(a["max_rows"]), std::stoi(a["cost_reps"]));
   }
   if (a["decode"] != "1") return 0;
+  auto kv_or = mx::ParseKvCacheDtype(a["kv"]);
+  if (!kv_or.ok()) {
+    std::fprintf(stderr, "%s\n", kv_or.status().ToString().c_str());
+    return 2;
+  }
+  const mx::KvCacheDtype kv = *kv_or;
   std::printf("model %s, kv %s, threads %s, best of %s\n\n", dir.c_str(), a["kv"].c_str(),
               a["threads"].c_str(), a["repeats"].c_str());
   std::printf("| prompts | setting | decode tok/s | speed-up | mean accept length | tokens |\n");
@@ -334,13 +341,13 @@ int main(int argc, char** argv) {
       Run best;
       for (int rep = 0; rep < std::stoi(a["repeats"]); ++rep) {
         mx::EngineOptions o;
-        o.model_dir = dir;
+        o.model.model_dir = dir;
         o.threads = std::stoi(a["threads"]);
-        o.kv_cache_dtype = a["kv"];
+        o.kv_cache_dtype = kv;
         o.max_total_tokens = 16384;
         if (steps != 0) {
-          o.speculative_algorithm = "MTP";
-          o.speculative_num_steps = steps > 0 ? steps : mx::kSpeculativeStepsAuto;
+          o.speculative.algorithm = mx::SpeculativeAlgorithm::kMtp;
+          if (steps > 0) o.speculative.num_steps = steps;  // else auto
         }
         auto e = mx::CreateEngine(o);
         if (!e.ok()) {

@@ -43,8 +43,8 @@ struct GenerateArgs {
   int top_k = 0;
   float min_p = 0.0f;
   uint64_t seed = 0;
-  std::string kernels;
-  std::string gemm_activations = "fp32";  // exact offline, as its f32 KV default
+  std::optional<KernelLevel> kernels;  // nullopt: this CPU's best
+  GemmActivations gemm_activations = GemmActivations::kFp32;  // exact offline, as its f32 KV default
   std::string kv_cache_dtype = "auto";
   std::string tuned_config_dir;
   bool untuned_moe = false;

@@ -276,14 +276,13 @@ Result<std::unique_ptr<Engine>> CreateDpEngine(const EngineOptions& options, int
   if (dp_size == 1) return CreateEngine(options);
   // Memory: every replica holds its own KV pool and, as an upper bound, its own copy of the
   // weights (repacked MXFP4 weights are per replica; mmapped bf16 ones share the page cache).
-  const int64_t weights = WeightBytes(options.model_dir);
+  const int64_t weights = WeightBytes(options.model.model_dir);
   int64_t kv = 0;
   if (options.max_total_tokens > 0) {
     MX_ASSIGN_OR_RETURN(
         ModelConfig c,
-        LoadModelConfig((std::filesystem::path(options.model_dir) / "config.json").string()));
-    MX_ASSIGN_OR_RETURN(KvCacheDtype dtype, ParseKvCacheDtype(options.kv_cache_dtype));
-    kv = options.max_total_tokens * PagedKvStore::BytesPerToken(c, dtype);
+        LoadModelConfig((std::filesystem::path(options.model.model_dir) / "config.json").string()));
+    kv = options.max_total_tokens * PagedKvStore::BytesPerToken(c, options.kv_cache_dtype);
   }
   const int64_t avail = AvailableMemoryBytes().value_or(-1);  // unknown: no check
   const double need = static_cast<double>(dp_size) * static_cast<double>(weights + kv);
@@ -306,7 +305,7 @@ Result<std::unique_ptr<Engine>> CreateDpEngine(const EngineOptions& options, int
   o.overlap_masks = options.overlap_masks.value_or(total_threads < ThreadPool::HardwareThreads());
   for (int r = 0; r < dp_size; ++r) {
     o.threads = std::max(1, total_threads / dp_size + (r < total_threads % dp_size ? 1 : 0));
-    o.log_moe_tuning = r == 0;
+    o.model.log_moe_tuning = r == 0;
     auto e = CreateEngine(o);
     if (!e.ok()) {
       return e.status().WithContext(fmt::format("--dp {}: replica {}", dp_size, r));

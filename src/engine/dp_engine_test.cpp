@@ -394,7 +394,7 @@ TEST(DpEngine, ReplicaWhoseRunnerBreaksIsTakenOutOfRotation) {
   EngineOptions o;
   o.page_size = 4;
   o.max_total_tokens = 1024;
-  o.kv_cache_dtype = "f32";
+  o.kv_cache_dtype = KvCacheDtype::kF32;
   std::vector<std::unique_ptr<Engine>> replicas;
   for (int r = 0; r < 2; ++r) {
     // Replica 0's runner breaks on its first forward; replica 1's never does.
@@ -436,7 +436,7 @@ const std::string kTiny = std::string(MX_TEST_DATA_DIR) + "/tiny";
 
 EngineOptions TinyOptions() {
   EngineOptions o;
-  o.model_dir = kTiny;
+  o.model.model_dir = kTiny;
   o.threads = 2;
   o.page_size = 4;
   o.max_total_tokens = 2048;

@@ -34,6 +34,26 @@ const char* FinishReasonName(FinishReason r) {
   return "";
 }
 
+Result<SchedulePolicy> ParseSchedulePolicy(std::string_view name) {
+  for (SchedulePolicy p : {SchedulePolicy::kFcfs, SchedulePolicy::kLpm}) {
+    if (name == SchedulePolicyName(p)) return p;
+  }
+  return InvalidArgument("schedule_policy '{}': expected fcfs or lpm", name);
+}
+
+const char* SchedulePolicyName(SchedulePolicy p) {
+  return p == SchedulePolicy::kLpm ? "lpm" : "fcfs";
+}
+
+Result<SpeculativeAlgorithm> ParseSpeculativeAlgorithm(std::string_view name) {
+  std::string up(name);
+  std::transform(up.begin(), up.end(), up.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+  if (up.empty()) return SpeculativeAlgorithm::kNone;
+  if (up == "MTP" || up == "EAGLE" || up == "NEXTN") return SpeculativeAlgorithm::kMtp;
+  return InvalidArgument("speculative_algorithm '{}': expected MTP (aliases EAGLE, NEXTN)", name);
+}
+
 namespace {
 
 class Channel final : public ChunkSink {
@@ -289,35 +309,28 @@ struct SpeculativeSetting {
   bool automatic = false;
 };
 
-static Result<SpeculativeSetting> SpeculativeSteps(const EngineOptions& o, const ModelConfig& c) {
-  std::string algo = o.speculative_algorithm;
-  std::transform(algo.begin(), algo.end(), algo.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
-  if (algo.empty()) {
-    if (o.speculative_num_steps != 0 || o.speculative_num_draft_tokens != 0) {
+static Result<SpeculativeSetting> SpeculativeSteps(const SpeculativeOptions& o,
+                                                   const ModelConfig& c) {
+  if (o.algorithm == SpeculativeAlgorithm::kNone) {
+    if (o.num_steps.has_value() || o.num_draft_tokens != 0) {
       return InvalidArgument(
           "speculative_num_steps / speculative_num_draft_tokens need speculative_algorithm MTP "
           "(or its aliases EAGLE, NEXTN)");
     }
     return SpeculativeSetting{};
   }
-  if (algo != "MTP" && algo != "EAGLE" && algo != "NEXTN") {
-    return InvalidArgument("speculative_algorithm '{}': expected MTP (aliases EAGLE, NEXTN)",
-                           o.speculative_algorithm);
-  }
   if (c.num_nextn_predict_layers < 1) {
     return InvalidArgument(
-        "speculative_algorithm {}: the model has no MTP layer (num_nextn_predict_layers = 0)",
-        o.speculative_algorithm);
+        "speculative_algorithm MTP: the model has no MTP layer (num_nextn_predict_layers = 0)");
   }
-  if (o.speculative_eagle_topk != 1) {
+  if (o.eagle_topk != 1) {
     return InvalidArgument(
         "speculative_eagle_topk {}: only 1 (a draft chain) is supported; draft trees (topk > 1) "
         "are not",
-        o.speculative_eagle_topk);
+        o.eagle_topk);
   }
-  if (o.speculative_num_steps == 0 || o.speculative_num_steps == kSpeculativeStepsAuto) {
-    const int32_t n = o.speculative_num_draft_tokens;
+  if (!o.num_steps.has_value()) {
+    const int32_t n = o.num_draft_tokens;
     if (n != 0 && (n < 2 || n > 17)) {
       return InvalidArgument(
           "speculative_num_draft_tokens {} with speculative_num_steps auto: the most tokens per "
@@ -326,15 +339,15 @@ static Result<SpeculativeSetting> SpeculativeSteps(const EngineOptions& o, const
     }
     return SpeculativeSetting{n == 0 ? kSpeculativeAutoMaxSteps : n - 1, true};
   }
-  const int32_t steps = o.speculative_num_steps;
+  const int32_t steps = *o.num_steps;
   if (steps < 1 || steps > 16) {
     return InvalidArgument("speculative_num_steps must be auto or in [1, 16], got {}", steps);
   }
-  if (o.speculative_num_draft_tokens != 0 && o.speculative_num_draft_tokens != steps + 1) {
+  if (o.num_draft_tokens != 0 && o.num_draft_tokens != steps + 1) {
     return InvalidArgument(
         "speculative_num_draft_tokens {} with speculative_num_steps {} and topk 1: a chain "
         "verifies num_steps + 1 = {} tokens",
-        o.speculative_num_draft_tokens, steps, steps + 1);
+        o.num_draft_tokens, steps, steps + 1);
   }
   return SpeculativeSetting{steps, false};
 }
@@ -354,12 +367,9 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
   if (o.max_running_requests < 1) {
     return InvalidArgument("max_running_requests must be >= 1, got {}", o.max_running_requests);
   }
-  if (o.schedule_policy != "fcfs" && o.schedule_policy != "lpm") {
-    return InvalidArgument("schedule_policy '{}': expected fcfs or lpm", o.schedule_policy);
-  }
-  MX_ASSIGN_OR_RETURN(KvCacheDtype dtype, ParseKvCacheDtype(o.kv_cache_dtype));
+  const KvCacheDtype dtype = o.kv_cache_dtype;
   const ModelConfig& c = runner->config();
-  MX_ASSIGN_OR_RETURN(SpeculativeSetting spec, SpeculativeSteps(o, c));
+  MX_ASSIGN_OR_RETURN(SpeculativeSetting spec, SpeculativeSteps(o.speculative, c));
   const int32_t spec_steps = spec.steps;
   const int64_t n_layers = c.num_hidden_layers + (c.num_nextn_predict_layers > 0 ? 1 : 0);
   if (!kv_scales.empty() && static_cast<int64_t>(kv_scales.size()) != n_layers) {
@@ -396,7 +406,7 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
   sc.max_running_requests = o.max_running_requests;
   sc.chunked_prefill_size = o.chunked_prefill_size;
   sc.max_decode_gap_s = o.max_decode_gap_ms / 1e3;
-  sc.lpm = o.schedule_policy == "lpm";
+  sc.lpm = o.schedule_policy == SchedulePolicy::kLpm;
   sc.disable_radix_cache = o.disable_radix_cache;
   sc.eos_ids = std::move(eos_ids);
   sc.context_window = c.max_position_embeddings;
@@ -425,12 +435,7 @@ Result<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& o) {
   }
   // Rank 0's shard (the whole model without parallelism); the factory loads the other
   // in-process ranks.
-  ModelLoadOptions lo;
-  lo.model_dir = o.model_dir;
-  lo.kernels = o.kernels;
-  lo.gemm_activations = o.gemm_activations;
-  lo.tuned_config_dir = o.tuned_config_dir;
-  lo.log_moe_tuning = o.log_moe_tuning;
+  ModelLoadOptions lo = o.model;
   lo.shard = ModelShard{0, o.tp, o.expert_parallel && o.tp > 1};
   MX_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(lo));
   std::vector<float> kv_scales = loaded.model->kv_scales();

@@ -12,10 +12,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
+#include "engine/model_load_options.h"
 #include "engine/sampler.h"
+#include "model/kv_store.h"
 
 namespace mx {
 
@@ -157,22 +160,45 @@ struct EngineStats {
   std::vector<DpReplicaStats> dp_replicas;
 };
 
-inline constexpr int32_t kSpeculativeStepsAuto = -1;
+// With --speculative-num-steps auto and no --speculative-num-draft-tokens: the most drafts.
 inline constexpr int32_t kSpeculativeAutoMaxSteps = 5;
 
+// Which requests a step admits first: in arrival order, or those with the longest cached prefix.
+enum class SchedulePolicy { kFcfs, kLpm };
+Result<SchedulePolicy> ParseSchedulePolicy(std::string_view name);  // fcfs|lpm
+const char* SchedulePolicyName(SchedulePolicy p);
+
+enum class SpeculativeAlgorithm { kNone, kMtp };
+// "" = none; MTP and its aliases EAGLE, NEXTN (any case). An error names the value.
+Result<SpeculativeAlgorithm> ParseSpeculativeAlgorithm(std::string_view name);
+
+// Speculative decoding with the model's MTP layer (sglang's flags): num_steps nullopt = auto:
+// 0..num_draft_tokens-1 drafts (default 0..kSpeculativeAutoMaxSteps) chosen per decode step
+// (engine/spec_chooser.h); eagle_topk must be 1 (a chain); with a fixed num_steps,
+// num_draft_tokens 0 = num_steps + 1, otherwise it must equal that.
+struct SpeculativeOptions {
+  SpeculativeAlgorithm algorithm = SpeculativeAlgorithm::kNone;
+  std::optional<int32_t> num_steps;  // nullopt: auto (with an algorithm)
+  int32_t eagle_topk = 1;
+  int32_t num_draft_tokens = 0;
+};
+
 // Flags with sglang's names and meanings (the CLI maps --page-size, --max-total-tokens, ...).
+// Strings from the command line are parsed into these types where they are read (src/cli).
 struct EngineOptions {
-  std::string model_dir;
+  // The model directory, kernels, tuned MoE configs (--tuned-config-dir: looked up after the
+  // configs built in from configs/moe/; without one the MoE runs its untuned default and the
+  // log says how to tune it) and whether to log that (--dp: the first replica says it for all).
+  // CreateEngine sets model.shard from tp / expert_parallel.
+  ModelLoadOptions model;
   int threads = 0;  // 0 = one per core
   // Structured-output masks computed on a thread beside the forward (SchedulerConfig); unset:
   // when the forward's threads leave a core idle.
   std::optional<bool> overlap_masks;
-  std::string kernels;                    // "" = best for this CPU; ref|avx2|avx512
-  std::string gemm_activations = "bf16";  // fp32|bf16: kernels.h GemmActivations
-  int64_t page_size = 64;                 // tokens per KV page
-  int64_t max_total_tokens = 0;           // KV capacity in tokens; 0 = from mem_fraction
-  double mem_fraction = 0.3;            // of free memory for the KV pool when max_total_tokens == 0
-  std::string kv_cache_dtype = "auto";  // auto|bf16|fp8_e4m3|fp8_e4m3fnuz (f32: exact, tests)
+  int64_t page_size = 64;          // tokens per KV page
+  int64_t max_total_tokens = 0;    // KV capacity in tokens; 0 = from mem_fraction
+  double mem_fraction = 0.3;       // of free memory for the KV pool when max_total_tokens == 0
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::kBf16;  // --kv-cache-dtype auto = bf16
   int32_t max_running_requests = 64;
   int32_t max_queued_requests = 1024;  // beyond: Submit returns ResourceExhausted
   int64_t chunked_prefill_size = 512;  // prefill tokens per step
@@ -180,22 +206,9 @@ struct EngineOptions {
   // say ends the step within this many milliseconds (engine/step_costs.h), so a long prompt
   // cannot starve the streams; 0: off (chunked_prefill_size every step).
   double max_decode_gap_ms = 0.0;
-  std::string schedule_policy = "fcfs";  // fcfs|lpm
+  SchedulePolicy schedule_policy = SchedulePolicy::kFcfs;
   bool disable_radix_cache = false;
-  // Speculative decoding with the model's MTP layer (sglang's flags): algorithm "" = off, or
-  // MTP (aliases EAGLE, NEXTN); num_steps kSpeculativeStepsAuto (and 0, with an algorithm) =
-  // auto: 0..num_draft_tokens-1 drafts (default 0..kSpeculativeAutoMaxSteps) chosen per decode
-  // step (engine/spec_chooser.h); topk must be 1 (a chain); with a fixed num_steps,
-  // num_draft_tokens 0 = num_steps + 1, otherwise it must equal that.
-  std::string speculative_algorithm;
-  int32_t speculative_num_steps = 0;
-  int32_t speculative_eagle_topk = 1;
-  int32_t speculative_num_draft_tokens = 0;
-  // Tuned MoE kernel configs (tune/moe_tuning.h): looked up in the configs built in from the
-  // repository's configs/moe/, then here; without one the MoE runs its untuned default and the
-  // log says how to tune it.
-  std::string tuned_config_dir;
-  bool log_moe_tuning = true;  // that log line (--dp: the first replica says it for all)
+  SpeculativeOptions speculative;
   // Tensor / expert parallelism (engine/tp_runner.h): a group of `tp` model shards, MoE split
   // by width or, with expert_parallel, by whole experts. tp_comm null: the ranks are threads of
   // this process; else rank 0's communicator of a group of that size (MPI), whose other ranks

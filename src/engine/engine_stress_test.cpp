@@ -23,8 +23,8 @@ TEST(EngineStress, TenThousandRandomRequestsTinyPool) {
   o.max_running_requests = 16;
   o.max_queued_requests = 20000;
   o.chunked_prefill_size = 24;
-  o.kv_cache_dtype = "f32";
-  o.schedule_policy = "lpm";
+  o.kv_cache_dtype = KvCacheDtype::kF32;
+  o.schedule_policy = SchedulePolicy::kLpm;
   auto e = CreateEngineWithRunner(o, std::move(runner), std::nullopt, {300, 307, 309});
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   Engine& engine = **e;

@@ -4,6 +4,7 @@
 // tolerance of bf16; seeds, stop strings / token ids / EOS, min/max tokens, logprobs, abort,
 // overload and argument errors.
 #include "engine/engine.h"
+#include "kv/paged_kv_store.h"
 
 #include <gtest/gtest.h>
 
@@ -28,7 +29,7 @@ const std::string kTiny = std::string(MX_TEST_DATA_DIR) + "/tiny";
 
 EngineOptions TinyOptions() {
   EngineOptions o;
-  o.model_dir = kTiny;
+  o.model.model_dir = kTiny;
   o.threads = 1;
   o.page_size = 4;
   o.max_total_tokens = 4096;
@@ -81,7 +82,7 @@ std::vector<int32_t> ReferenceGreedy(const std::vector<int32_t>& prompt, int n) 
 
 TEST(Engine, GreedyMatchesAPlainForwardLoop) {
   EngineOptions o = TinyOptions();
-  o.kv_cache_dtype = "f32";
+  o.kv_cache_dtype = KvCacheDtype::kF32;
   auto e = Make(o);
   std::mt19937 rng(1);
   for (int len : {1, 5, 23}) {
@@ -174,14 +175,14 @@ TEST(Engine, KvScalesFromTheCheckpoint) {
   ASSERT_TRUE(w.WriteFile((dir / "model-2.safetensors").string()).ok());
   std::mt19937 rng(9);
   const GenerationRequest req = Greedy(RandomPrompt(rng, 12), 12);
-  auto run = [&](const std::string& model, const std::string& kv) {
+  auto run = [&](const std::string& model, KvCacheDtype kv) {
     EngineOptions o = TinyOptions();
-    o.model_dir = model;
+    o.model.model_dir = model;
     o.kv_cache_dtype = kv;
     return RunOne(*Make(o), req).tokens;
   };
-  EXPECT_EQ(run(dir.string(), "bf16"), run(kTiny, "bf16"));
-  EXPECT_NE(run(dir.string(), "fp8_e4m3"), run(kTiny, "fp8_e4m3"));
+  EXPECT_EQ(run(dir.string(), KvCacheDtype::kBf16), run(kTiny, KvCacheDtype::kBf16));
+  EXPECT_NE(run(dir.string(), KvCacheDtype::kFp8E4M3Fn), run(kTiny, KvCacheDtype::kFp8E4M3Fn));
 }
 
 TEST(Engine, Fp8KvStaysCloseToBf16) {
@@ -193,11 +194,11 @@ TEST(Engine, Fp8KvStaysCloseToBf16) {
   // KV dtype's own effect that this test bounds.
   std::mt19937 rng(3);
   EngineOptions o = TinyOptions();
-  o.gemm_activations = "fp32";
+  o.model.gemm_activations = GemmActivations::kFp32;
   auto bf16 = Make(o);
-  o.kv_cache_dtype = "fp8_e4m3";
+  o.kv_cache_dtype = KvCacheDtype::kFp8E4M3Fn;
   auto fp8 = Make(o);
-  o.kv_cache_dtype = "f32";
+  o.kv_cache_dtype = KvCacheDtype::kF32;
   auto f32 = Make(o);
   double worst8 = 0, worst32 = 0, sum8 = 0;
   constexpr int kPrompts = 24;
@@ -375,11 +376,15 @@ TEST(Engine, OverloadAndBadRequestsAreStatuses) {
   e->Shutdown(std::chrono::milliseconds(0));
   for (auto& s : keep) EXPECT_EQ(Drain(*s).last.finish, FinishReason::kAbort);
   EXPECT_EQ(e->Submit(Greedy({1}, 4)).status().code(), StatusCode::kUnavailable);
+  // Option strings are parsed at the edge (the CLI), and an unknown one is named.
+  EXPECT_EQ(ParseKvCacheDtype("int3").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(ParseKvCacheDtype("int3").status().message().find("'int3'"), std::string::npos);
+  EXPECT_EQ(ParseSchedulePolicy("random").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(ParseSchedulePolicy("random").status().message().find("'random'"),
+            std::string::npos);
+  EXPECT_EQ(*ParseSchedulePolicy("lpm"), SchedulePolicy::kLpm);
   EngineOptions bad = TinyOptions();
-  bad.kv_cache_dtype = "int3";
-  EXPECT_EQ(CreateEngine(bad).status().code(), StatusCode::kInvalidArgument);
-  bad = TinyOptions();
-  bad.schedule_policy = "random";
+  bad.page_size = 0;
   EXPECT_EQ(CreateEngine(bad).status().code(), StatusCode::kInvalidArgument);
 }
 

@@ -17,6 +17,7 @@
 #include "base/thread_pool.h"
 #include "engine/arith_prompts_test_util.h"
 #include "engine/engine.h"
+#include "kv/paged_kv_store.h"
 #include "engine/engine_factory.h"
 #include "engine/engine_test_util.h"
 #include "engine/model_factory.h"
@@ -56,15 +57,17 @@ std::vector<std::vector<int32_t>> RandomPrompts(int n, int64_t vocab, uint32_t s
 
 EngineOptions Options(const std::string& dir, const std::string& kv, int steps) {
   EngineOptions o;
-  o.model_dir = dir;
+  o.model.model_dir = dir;
   o.threads = 1;
   o.page_size = 4;
   o.max_total_tokens = 8192;
   o.chunked_prefill_size = 32;
-  o.kv_cache_dtype = kv;
+  auto dtype = ParseKvCacheDtype(kv);
+  EXPECT_TRUE(dtype.ok()) << kv;
+  if (dtype.ok()) o.kv_cache_dtype = *dtype;
   if (steps > 0) {
-    o.speculative_algorithm = "MTP";
-    o.speculative_num_steps = steps;
+    o.speculative.algorithm = SpeculativeAlgorithm::kMtp;
+    o.speculative.num_steps = steps;
   }
   return o;
 }
@@ -468,7 +471,7 @@ TEST(SpeculativeAuto, GreedyIdenticalWithTheChooserDeciding) {
   }
   // The engine's flag: auto is the default with an algorithm and without steps.
   EngineOptions o = Options(kBundled, "bf16", 0);
-  o.speculative_algorithm = "NEXTN";
+  o.speculative.algorithm = SpeculativeAlgorithm::kMtp;
   auto e = Make(o);
   ASSERT_TRUE(e);
   const auto via_engine = Generate(*e, prompts, 32, /*batched=*/true);
@@ -755,37 +758,41 @@ TEST(Speculative, UnsupportedCombinationsAreRefusedAtStart) {
     EXPECT_NE(e.status().message().find(needle), std::string::npos) << e.status().message();
   };
   EngineOptions o = Options(kTiny, "bf16", 3);
-  o.speculative_eagle_topk = 2;
+  o.speculative.eagle_topk = 2;
   refused(o, "topk");
   o = Options(kTiny, "bf16", 3);
-  o.speculative_num_draft_tokens = 6;
+  o.speculative.num_draft_tokens = 6;
   refused(o, "num_steps + 1");
   o = Options(kTiny, "bf16", 0);
-  o.speculative_num_steps = 2;
+  o.speculative.num_steps = 2;
   refused(o, "speculative_algorithm");
-  o = Options(kTiny, "bf16", 3);
-  o.speculative_algorithm = "MEDUSA";
-  refused(o, "MEDUSA");
+  // The algorithm's name is parsed at the edge (the CLI); an unknown one is named there.
+  auto medusa = ParseSpeculativeAlgorithm("MEDUSA");
+  ASSERT_FALSE(medusa.ok());
+  EXPECT_NE(medusa.status().message().find("MEDUSA"), std::string::npos);
   o = Options(kTiny, "bf16", 40);
   refused(o, "[1, 16]");
   // auto: the most tokens per verify (num_draft_tokens) must leave room for 1..16 drafts.
   for (int32_t bad : {1, 18}) {
     o = Options(kTiny, "bf16", 0);
-    o.speculative_algorithm = "MTP";
-    o.speculative_num_steps = kSpeculativeStepsAuto;
-    o.speculative_num_draft_tokens = bad;
+    o.speculative.algorithm = SpeculativeAlgorithm::kMtp;
+    o.speculative.num_steps.reset();  // auto
+    o.speculative.num_draft_tokens = bad;
     refused(o, "[2, 17]");
   }
   o = Options(kTiny, "bf16", 0);
-  o.speculative_algorithm = "MTP";
-  o.speculative_num_steps = -7;
+  o.speculative.algorithm = SpeculativeAlgorithm::kMtp;
+  o.speculative.num_steps = -7;
   refused(o, "auto or in [1, 16]");
   for (const char* alias : {"EAGLE", "nextn", "MTP"}) {
-    o = Options(kTiny, "bf16", 3);
-    o.speculative_algorithm = alias;
-    o.speculative_num_draft_tokens = 4;
-    EXPECT_TRUE(CreateEngine(o).ok()) << alias;
+    auto algo = ParseSpeculativeAlgorithm(alias);
+    ASSERT_TRUE(algo.ok()) << alias;
+    EXPECT_EQ(*algo, SpeculativeAlgorithm::kMtp) << alias;
   }
+  EXPECT_EQ(*ParseSpeculativeAlgorithm(""), SpeculativeAlgorithm::kNone);
+  o = Options(kTiny, "bf16", 3);
+  o.speculative.num_draft_tokens = 4;
+  EXPECT_TRUE(CreateEngine(o).ok());
   // A model without an MTP layer cannot speculate (the fake runner's config says so).
   ModelConfig c = TinyTestConfig();
   c.num_nextn_predict_layers = 0;

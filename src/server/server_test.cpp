@@ -710,7 +710,7 @@ void ExpectChat400(H& h, const std::string& field, const std::string& want) {
 // and not; sglang and vLLM fields; bad constraints are 400s that name the problem.
 TEST(Server, StructuredOutputOnTheBundledModel) {
   EngineOptions eo;
-  eo.model_dir = kModelDir;
+  eo.model.model_dir = kModelDir;
   eo.threads = 1;
   eo.page_size = 4;
   eo.max_total_tokens = 4096;
@@ -814,7 +814,7 @@ TEST(Server, GrammarLimitsAreFourHundredsAndTheServerKeepsServing) {
 // and sampled, streaming giving the same calls.
 TEST(Server, ForcedToolCallsOnTheBundledModel) {
   EngineOptions eo;
-  eo.model_dir = kModelDir;
+  eo.model.model_dir = kModelDir;
   eo.threads = 1;
   eo.page_size = 4;
   eo.max_total_tokens = 8192;
