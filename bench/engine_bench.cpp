@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   }
   mx::Engine& e = **engine;
   const mx::EngineStats s0 = e.Stats();
-  const int64_t cap_tokens = s0.kv_pages_total * s0.kv_page_size;
+  const int64_t cap_tokens = s0.gauges.kv_pages_total * s0.gauges.kv_page_size;
   const int64_t bf16_bpt = mx::PagedKvStore::BytesPerToken(*cfg, mx::KvCacheDtype::kBf16);
   const int64_t fp8_bpt = mx::PagedKvStore::BytesPerToken(*cfg, mx::KvCacheDtype::kFp8E4M3Fn);
 
@@ -164,10 +164,10 @@ int main(int argc, char** argv) {
       static_cast<double>(out_tokens) / wall,
       static_cast<double>(out_tokens + int64_t{n_req} * n_prompt) / wall, ttft_mean, Pct(ttft, 0.5),
       Pct(ttft, 0.99), Pct(e2e, 0.5),
-      static_cast<double>(st.radix_hit_tokens) /
-          static_cast<double>(std::max<int64_t>(1, st.prompt_tokens_total)),
-      static_cast<long long>(cached), static_cast<long long>(st.prompt_tokens_total),
-      static_cast<long long>(st.retractions), static_cast<long long>(cap_tokens),
+      static_cast<double>(st.counters.radix_hit_tokens) /
+          static_cast<double>(std::max<int64_t>(1, st.counters.prompt_tokens_total)),
+      static_cast<long long>(cached), static_cast<long long>(st.counters.prompt_tokens_total),
+      static_cast<long long>(st.counters.retractions), static_cast<long long>(cap_tokens),
       static_cast<long long>(bf16_bpt), static_cast<long long>(fp8_bpt),
       static_cast<double>(bf16_bpt) / static_cast<double>(fp8_bpt));
   e.Shutdown(std::chrono::seconds(1));

@@ -81,7 +81,7 @@ Run Measure(Engine& e, const std::vector<std::vector<int32_t>>& prompts, int32_t
   }
   Run run;
   run.tok_s = seconds > 0 ? tokens / seconds : 0;
-  run.accept = e.Stats().spec_accept_length_mean;
+  run.accept = e.Stats().spec.accept_length_mean;
   run.tokens = total;
   return run;
 }

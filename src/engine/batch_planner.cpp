@@ -66,7 +66,7 @@ void BatchPlanner::Retract(size_t i) {
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
   cache_.Release(*r, /*cache=*/true);
   r->drafts.clear();
-  ++stats_.retractions;
+  ++stats_.counters.retractions;
   new_token_ratio_ = std::min(1.0, new_token_ratio_ + kRetractRatioStep);
   waiting_.push_front(std::move(r));
 }
@@ -157,10 +157,10 @@ bool BatchPlanner::TryAdmit(int64_t& budget, ScheduledBatch& batch) {
   if (!r.admitted) {
     r.admitted = Clock::now();
     r.cached_tokens = m.tokens;
-    stats_.prompt_tokens_total += r.n_prompt;
-    stats_.cached_prompt_tokens_total += m.tokens;
-    ++stats_.radix_lookups;
-    stats_.radix_hit_tokens += m.tokens;
+    stats_.counters.prompt_tokens_total += r.n_prompt;
+    stats_.counters.cached_prompt_tokens_total += m.tokens;
+    ++stats_.counters.radix_lookups;
+    stats_.counters.radix_hit_tokens += m.tokens;
   }
   running_.push_back(std::move(owned));
   const int64_t n = GrowChunk(r, std::min(r.remaining(), budget));

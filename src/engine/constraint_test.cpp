@@ -353,7 +353,7 @@ TEST(Constraint, GrammarStartsAfterItsStartTokenAndAbortEndsIt) {
   StreamResult ab = Drain(**s);
   EXPECT_FALSE(ab.timed_out);
   EXPECT_TRUE(ab.last.finish == FinishReason::kAbort || ab.last.finish == FinishReason::kStop);
-  EXPECT_TRUE(WaitFor([&] { return e->Stats().running == 0; }, kWaitTimeout,
+  EXPECT_TRUE(WaitFor([&] { return e->Stats().gauges.running == 0; }, kWaitTimeout,
                       "the aborted request to leave the running set"));
 
   // A grammar the vocabulary cannot finish ('Q' is no token): the request ends with an error

@@ -34,6 +34,58 @@ const char* FinishReasonName(FinishReason r) {
   return "";
 }
 
+void AddReplicaStats(const EngineStats& replica, EngineStats* total) {
+  const EngineGauges& g = replica.gauges;
+  EngineGauges& tg = total->gauges;
+  tg.running += g.running;
+  tg.queued += g.queued;
+  tg.kv_pages_used += g.kv_pages_used;
+  tg.kv_pages_total += g.kv_pages_total;
+  tg.kv_page_size = g.kv_page_size;
+  const EngineCounters& c = replica.counters;
+  EngineCounters& tc = total->counters;
+  tc.prompt_tokens_total += c.prompt_tokens_total;
+  tc.generation_tokens_total += c.generation_tokens_total;
+  tc.cached_prompt_tokens_total += c.cached_prompt_tokens_total;
+  tc.radix_lookups += c.radix_lookups;
+  tc.radix_hit_tokens += c.radix_hit_tokens;
+  tc.requests_finished += c.requests_finished;
+  tc.requests_aborted += c.requests_aborted;
+  tc.requests_rejected += c.requests_rejected;
+  tc.retractions += c.retractions;
+  tc.forward_seconds += c.forward_seconds;
+  const SpeculativeStats& s = replica.spec;
+  SpeculativeStats& t = total->spec;
+  t.mtp_seconds += s.mtp_seconds;
+  t.mtp_rows += s.mtp_rows;
+  // The mean accept length over all verify steps (weighted by each replica's steps).
+  const int64_t steps = t.verify_steps + s.verify_steps;
+  if (steps > 0) {
+    t.accept_length_mean = (t.accept_length_mean * static_cast<double>(t.verify_steps) +
+                            s.accept_length_mean * static_cast<double>(s.verify_steps)) /
+                           static_cast<double>(steps);
+  }
+  t.verify_steps = steps;
+  t.drafts_proposed += s.drafts_proposed;
+  t.tokens_accepted += s.tokens_accepted;
+  auto add = [](const std::vector<int64_t>& from, std::vector<int64_t>* to) {
+    if (to->size() < from.size()) to->resize(from.size(), 0);
+    for (size_t i = 0; i < from.size(); ++i) (*to)[i] += from[i];
+  };
+  add(s.proposed_at, &t.proposed_at);
+  add(s.accepted_at, &t.accepted_at);
+  add(s.steps_histogram, &t.steps_histogram);
+  // auto: each replica chooses for its own batch; the group shows the first replica's choice.
+  if (t.steps_histogram.size() == s.steps_histogram.size() && !t.automatic) {
+    t.automatic = s.automatic;
+    t.steps_chosen = s.steps_chosen;
+    t.probe = s.probe;
+    t.estimate_tokens_per_s = s.estimate_tokens_per_s;
+    t.estimate_off_tokens_per_s = s.estimate_off_tokens_per_s;
+    t.estimate_accept_length = s.estimate_accept_length;
+  }
+}
+
 Result<SchedulePolicy> ParseSchedulePolicy(std::string_view name) {
   for (SchedulePolicy p : {SchedulePolicy::kFcfs, SchedulePolicy::kLpm}) {
     if (name == SchedulePolicyName(p)) return p;
@@ -179,8 +231,8 @@ class EngineImpl final : public Engine {
   EngineStats Stats() const override {
     MutexLock l(mu_);
     EngineStats s = published_;
-    s.queued += static_cast<int64_t>(inbox_.size());
-    s.requests_rejected = rejected_;
+    s.gauges.queued += static_cast<int64_t>(inbox_.size());
+    s.counters.requests_rejected = rejected_;
     return s;
   }
 
@@ -266,7 +318,7 @@ class EngineImpl final : public Engine {
       {
         MutexLock l(mu_);
         published_ = sched_->stats();
-        queued_ = published_.queued;
+        queued_ = published_.gauges.queued;
       }
       if (done) return;
     }

@@ -115,12 +115,8 @@ struct DpReplicaStats {
   bool healthy = true;          // false: failed (Engine::Health), out of rotation
 };
 
-struct EngineStats {
-  int64_t running = 0;
-  int64_t queued = 0;
-  int64_t kv_pages_used = 0;
-  int64_t kv_pages_total = 0;
-  int64_t kv_page_size = 0;
+// What the engine counts since it started (monotonic; /metrics exposes them as counters).
+struct EngineCounters {
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   int64_t cached_prompt_tokens_total = 0;
@@ -130,35 +126,61 @@ struct EngineStats {
   int64_t requests_aborted = 0;
   int64_t requests_rejected = 0;
   int64_t retractions = 0;
-  // Seconds in the target model's forwards (every step's), and with speculative decoding in the
-  // MTP layer's passes (draft-extend with any catch-up, and the draft steps) with the rows they
-  // ran over: what speculation spends besides its verify rows.
-  double forward_seconds = 0;
-  double spec_mtp_seconds = 0;
-  int64_t spec_mtp_rows = 0;
-  // Speculative decoding (all 0 when off): verify steps (one per request and decode forward),
-  // drafts proposed and accepted, and per draft position i (0 = the first draft) how often one
-  // was proposed and accepted. Mean accept length = tokens per verify step, bonus included.
-  double spec_accept_length_mean = 0;
-  int64_t spec_verify_steps = 0;
-  int64_t spec_drafts_proposed = 0;
-  int64_t spec_tokens_accepted = 0;
-  std::vector<int64_t> spec_proposed_at;
-  std::vector<int64_t> spec_accepted_at;
+  double forward_seconds = 0;  // in the target model's forwards (every step's)
+};
+
+// The engine's state now.
+struct EngineGauges {
+  int64_t running = 0;
+  int64_t queued = 0;
+  int64_t kv_pages_used = 0;
+  int64_t kv_pages_total = 0;
+  int64_t kv_page_size = 0;
+};
+
+// Speculative decoding (all 0 when off).
+struct SpeculativeStats {
+  // Seconds in the MTP layer's passes (draft-extend with any catch-up, and the draft steps) and
+  // the rows they ran over: what speculation spends besides its verify rows.
+  double mtp_seconds = 0;
+  int64_t mtp_rows = 0;
+  // Verify steps (one per request and decode forward), drafts proposed and accepted, and per
+  // draft position i (0 = the first draft) how often one was proposed and accepted. Mean
+  // accept length = tokens per verify step, bonus included.
+  double accept_length_mean = 0;
+  int64_t verify_steps = 0;
+  int64_t drafts_proposed = 0;
+  int64_t tokens_accepted = 0;
+  std::vector<int64_t> proposed_at;
+  std::vector<int64_t> accepted_at;
   // The drafts of the last decode step (fixed: the configured steps) and how many decode steps
-  // ran with each count [0..max steps]. spec_auto (--speculative-num-steps auto): whether that
+  // ran with each count [0..max steps]. automatic (--speculative-num-steps auto): whether that
   // step was a probe, and the chooser's estimates for it: tokens/s with those drafts and with
   // none, and tokens per verify.
-  bool spec_auto = false;
-  int32_t spec_steps_chosen = 0;
-  bool spec_probe = false;
-  double spec_estimate_tokens_per_s = 0;
-  double spec_estimate_off_tokens_per_s = 0;
-  double spec_estimate_accept_length = 0;
-  std::vector<int64_t> spec_steps_histogram;
-  // Data parallelism (--dp > 1): every field above sums the replicas; this lists each one.
+  bool automatic = false;
+  int32_t steps_chosen = 0;
+  bool probe = false;
+  double estimate_tokens_per_s = 0;
+  double estimate_off_tokens_per_s = 0;
+  double estimate_accept_length = 0;
+  std::vector<int64_t> steps_histogram;
+};
+
+// What Engine::Stats reports. server/metrics.cpp's one table says how each field is exported
+// (/metrics, /get_server_info and the web page read that table).
+struct EngineStats {
+  EngineGauges gauges;
+  EngineCounters counters;
+  SpeculativeStats spec;
+  // Data parallelism (--dp > 1): every field above sums the replicas (AddReplicaStats); this
+  // lists each one.
   std::vector<DpReplicaStats> dp_replicas;
 };
+
+// Adds one data-parallel replica's stats into a group's `total`: counters and gauges sum, the
+// mean accept length is weighted by verify steps, per-position and per-step vectors add
+// elementwise, and the speculative `auto` choice shown is the first replica's.
+void AddReplicaStats(const EngineStats& replica, EngineStats* total);
 
 // With --speculative-num-steps auto and no --speculative-num-draft-tokens: the most drafts.
 inline constexpr int32_t kSpeculativeAutoMaxSteps = 5;

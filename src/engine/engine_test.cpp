@@ -121,7 +121,7 @@ TEST(Engine, GreedyIsTheSameAloneBatchedChunkedCachedAndRetracted) {
         StreamResult again = RunOne(*e, Greedy(target, kOut));
         EXPECT_EQ(again.tokens, alone) << "cache hit, chunk " << chunk;
         EXPECT_EQ(again.last.cached_tokens, 36);  // page-aligned, all but the last token
-        EXPECT_GT(e->Stats().radix_hit_tokens, 0);
+        EXPECT_GT(e->Stats().counters.radix_hit_tokens, 0);
       }
     }
   }
@@ -135,7 +135,7 @@ TEST(Engine, GreedyIsTheSameAloneBatchedChunkedCachedAndRetracted) {
   }
   EXPECT_EQ(RunOne(*e, Greedy(target, kOut)).tokens, alone) << "with retractions";
   for (auto& s : others) EXPECT_EQ(Drain(*s).tokens.size(), 60u);
-  EXPECT_GT(e->Stats().retractions, 0);
+  EXPECT_GT(e->Stats().counters.retractions, 0);
 }
 
 // The logprob bf16 KV gives its own greedy token after `prompt`, and the logprob the other
@@ -342,12 +342,12 @@ TEST(Engine, AbortQueuedAndRunningReleasesPages) {
   WaitFor(
       [&] {
         const EngineStats s = e->Stats();
-        return s.kv_pages_used == 0 && s.requests_aborted == 2;
+        return s.gauges.kv_pages_used == 0 && s.counters.requests_aborted == 2;
       },
       kWaitTimeout, "both aborted requests' pages released");
   const EngineStats st = e->Stats();
-  EXPECT_EQ(st.kv_pages_used, 0);
-  EXPECT_EQ(st.requests_aborted, 2);
+  EXPECT_EQ(st.gauges.kv_pages_used, 0);
+  EXPECT_EQ(st.counters.requests_aborted, 2);
 }
 
 TEST(Engine, OverloadAndBadRequestsAreStatuses) {
@@ -366,7 +366,7 @@ TEST(Engine, OverloadAndBadRequestsAreStatuses) {
     }
   }
   EXPECT_EQ(last, StatusCode::kResourceExhausted);
-  EXPECT_GE(e->Stats().requests_rejected, 1);
+  EXPECT_GE(e->Stats().counters.requests_rejected, 1);
   EXPECT_EQ(e->Submit(Greedy({}, 4)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(e->Submit(Greedy({1, 320}, 4)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(e->Submit(Greedy({1}, 600)).status().code(), StatusCode::kInvalidArgument);

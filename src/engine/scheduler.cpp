@@ -15,12 +15,12 @@ Scheduler::Scheduler(SchedulerConfig cfg, ModelRunner& runner, const tok::Tokeni
       cache_(runner.config(), cfg_),
       output_(cfg_, vocab_, tokenizer_),
       planner_(cfg_, cache_, waiting_, running_, stats_, step_costs_) {
-  if (cfg_.spec_steps > 0) stats_.spec_steps_histogram.assign(cfg_.spec_steps + 1, 0);
+  if (cfg_.spec_steps > 0) stats_.spec.steps_histogram.assign(cfg_.spec_steps + 1, 0);
   if (cfg_.spec_steps > 0 && cfg_.spec_auto) {
     SpecChooserOptions o = cfg_.spec_chooser;
     o.max_steps = cfg_.spec_steps;
     chooser_.emplace(o);
-    stats_.spec_auto = true;
+    stats_.spec.automatic = true;
   }
 }
 
@@ -76,11 +76,11 @@ void Scheduler::Finish(Request& r, FinishReason reason, Status error) {
   c.ttft_seconds = r.first_token ? r.SecondsTo(*r.first_token) : 0.0;
   c.e2e_seconds = r.SecondsTo(now);
   if (reason == FinishReason::kAbort) {
-    ++stats_.requests_aborted;
+    ++stats_.counters.requests_aborted;
   } else {
-    ++stats_.requests_finished;
+    ++stats_.counters.requests_finished;
   }
-  stats_.generation_tokens_total += r.n_output();
+  stats_.counters.generation_tokens_total += r.n_output();
   cache_.Release(r, /*cache=*/c.error.ok());
   r.done = true;
   Emit(r, /*final=*/true);
@@ -193,7 +193,7 @@ void Scheduler::PlainForward(const ScheduledBatch& batch) {
   const Clock::time_point t0 = Clock::now();
   auto logits = runner_.Forward(MakeBatch(batch), cache_.kv());
   prefetch_.Wait();
-  stats_.forward_seconds += SecondsSince(t0);
+  stats_.counters.forward_seconds += SecondsSince(t0);
   if (!logits.ok()) {
     ForwardFailed(logits.status());
     for (auto [r, n] : batch) Finish(*r, FinishReason::kAbort, logits.status());
@@ -208,25 +208,25 @@ void Scheduler::PlainForward(const ScheduledBatch& batch) {
 
 EngineStats Scheduler::stats() const {
   EngineStats s = stats_;
-  s.running = running();
-  s.queued = waiting();
-  s.kv_pages_used = cache_.pool().used_pages();
-  s.kv_pages_total = cache_.pool().total_pages();
-  s.kv_page_size = cfg_.page_size;
-  for (const auto& r : running_) s.generation_tokens_total += r->n_output();
+  s.gauges.running = running();
+  s.gauges.queued = waiting();
+  s.gauges.kv_pages_used = cache_.pool().used_pages();
+  s.gauges.kv_pages_total = cache_.pool().total_pages();
+  s.gauges.kv_page_size = cfg_.page_size;
+  for (const auto& r : running_) s.counters.generation_tokens_total += r->n_output();
   if (chooser_) {
     const SpecChooser::Decision& d = chooser_->last();
-    s.spec_steps_chosen = d.steps;
-    s.spec_probe = d.probe;
-    s.spec_estimate_tokens_per_s = d.tokens_per_s;
-    s.spec_estimate_off_tokens_per_s = d.off_tokens_per_s;
-    s.spec_estimate_accept_length = d.accept_length;
+    s.spec.steps_chosen = d.steps;
+    s.spec.probe = d.probe;
+    s.spec.estimate_tokens_per_s = d.tokens_per_s;
+    s.spec.estimate_off_tokens_per_s = d.off_tokens_per_s;
+    s.spec.estimate_accept_length = d.accept_length;
   } else if (cfg_.spec_steps > 0) {
-    s.spec_steps_chosen = cfg_.spec_steps;
+    s.spec.steps_chosen = cfg_.spec_steps;
   }
-  if (s.spec_verify_steps > 0) {
-    s.spec_accept_length_mean = static_cast<double>(s.spec_verify_steps + s.spec_tokens_accepted) /
-                                static_cast<double>(s.spec_verify_steps);
+  if (s.spec.verify_steps > 0) {
+    s.spec.accept_length_mean = static_cast<double>(s.spec.verify_steps + s.spec.tokens_accepted) /
+                                static_cast<double>(s.spec.verify_steps);
   }
   return s;
 }

@@ -43,7 +43,7 @@ void Scheduler::SpecForward(const ScheduledBatch& batch) {
   auto out = runner_.ForwardRows(MakeBatch(batch), cache_.kv());
   prefetch_.Wait();
   const double forward_s = SecondsSince(t0);
-  stats_.forward_seconds += forward_s;
+  stats_.counters.forward_seconds += forward_s;
   if (!out.ok()) {
     ForwardFailed(out.status());
     for (auto [r, n] : batch) Finish(*r, FinishReason::kAbort, out.status());
@@ -80,13 +80,13 @@ int32_t Scheduler::Verify(Request& r, std::span<float> logits, int64_t rows) {
   const std::vector<int32_t> drafts = std::move(r.drafts);
   r.drafts.clear();
   const auto n_drafts = static_cast<int64_t>(drafts.size());
-  if (static_cast<int64_t>(stats_.spec_proposed_at.size()) < n_drafts) {
-    stats_.spec_proposed_at.resize(n_drafts, 0);
-    stats_.spec_accepted_at.resize(n_drafts, 0);
+  if (static_cast<int64_t>(stats_.spec.proposed_at.size()) < n_drafts) {
+    stats_.spec.proposed_at.resize(n_drafts, 0);
+    stats_.spec.accepted_at.resize(n_drafts, 0);
   }
-  for (int64_t i = 0; i < n_drafts; ++i) ++stats_.spec_proposed_at[i];
-  if (n_drafts > 0) ++stats_.spec_verify_steps;
-  stats_.spec_drafts_proposed += n_drafts;
+  for (int64_t i = 0; i < n_drafts; ++i) ++stats_.spec.proposed_at[i];
+  if (n_drafts > 0) ++stats_.spec.verify_steps;
+  stats_.spec.drafts_proposed += n_drafts;
   int32_t final_rows = 0, compared = 0, accepted = 0;
   bool finished = false;
   for (int64_t i = 0; i < rows; ++i) {
@@ -97,8 +97,8 @@ int32_t Scheduler::Verify(Request& r, std::span<float> logits, int64_t rows) {
     const int32_t t = SampleNext(r, row, draft);
     compared += draft >= 0 ? 1 : 0;
     if (draft >= 0 && t == draft) {
-      ++stats_.spec_accepted_at[i];
-      ++stats_.spec_tokens_accepted;
+      ++stats_.spec.accepted_at[i];
+      ++stats_.spec.tokens_accepted;
       ++accepted;
     }
     if (AppendToken(r, t, row)) {  // finished (its pages are released)
@@ -151,7 +151,7 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
   spec_decode_steps_ += decoding > 0 ? 1 : 0;
   // The next decode step, under the drafts it will verify (none where no request drafted).
   auto count_step = [&](bool drafted) {
-    if (decoding > 0) ++stats_.spec_steps_histogram[drafted ? steps : 0];
+    if (decoding > 0) ++stats_.spec.steps_histogram[drafted ? steps : 0];
   };
   // Draft-extend over the rows that became final (and those a request's MTP layer missed while
   // it ran without drafts), as (h_p, x_{p+1}) at position p.
@@ -200,8 +200,8 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
     for (Request* r : reqs) Finish(*r, FinishReason::kAbort, ext.status());
     return mtp_s;
   }
-  stats_.spec_mtp_seconds += mtp_s;
-  stats_.spec_mtp_rows += ext->row_begin.back();
+  stats_.spec.mtp_seconds += mtp_s;
+  stats_.spec.mtp_rows += ext->row_begin.back();
   if (chooser_) chooser_->ObserveMtp(ext->row_begin.back(), mtp_s);
   for (Request* r : reqs) {
     cache_.MarkMtpRows(*r, r->mtp_len, r->kv_len);
@@ -253,8 +253,8 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
     auto o = runner_.ForwardMtp(step, cache_.kv());
     const double pass_s = SecondsSince(t0);
     mtp_s += pass_s;
-    stats_.spec_mtp_seconds += pass_s;
-    stats_.spec_mtp_rows += std::ssize(live);
+    stats_.spec.mtp_seconds += pass_s;
+    stats_.spec.mtp_rows += std::ssize(live);
     if (!o.ok()) {
       ForwardFailed(o.status());
       for (Chain* c : live) Finish(*c->r, FinishReason::kAbort, o.status());

@@ -82,31 +82,31 @@ class FakeEngine : public Engine {
   EngineStats Stats() const override {
     std::lock_guard<std::mutex> lock(shared_->mu);
     EngineStats s;
-    s.running = shared_->active;
-    s.prompt_tokens_total = shared_->prompt_tokens;
-    s.generation_tokens_total = shared_->generated;
-    s.cached_prompt_tokens_total = shared_->cached_tokens;
-    s.radix_hit_tokens = shared_->cached_tokens;
-    s.requests_aborted = shared_->aborted;
-    s.requests_finished = shared_->finished;
-    s.kv_pages_total = 100;
+    s.gauges.running = shared_->active;
+    s.counters.prompt_tokens_total = shared_->prompt_tokens;
+    s.counters.generation_tokens_total = shared_->generated;
+    s.counters.cached_prompt_tokens_total = shared_->cached_tokens;
+    s.counters.radix_hit_tokens = shared_->cached_tokens;
+    s.counters.requests_aborted = shared_->aborted;
+    s.counters.requests_finished = shared_->finished;
+    s.gauges.kv_pages_total = 100;
     // As a speculative engine reports them: 10 verify steps, 2 draft positions.
-    s.spec_verify_steps = 10;
-    s.spec_drafts_proposed = 20;
-    s.spec_tokens_accepted = 12;
-    s.spec_proposed_at = {10, 10};
-    s.spec_accepted_at = {8, 4};
-    s.spec_accept_length_mean = 2.2;
+    s.spec.verify_steps = 10;
+    s.spec.drafts_proposed = 20;
+    s.spec.tokens_accepted = 12;
+    s.spec.proposed_at = {10, 10};
+    s.spec.accepted_at = {8, 4};
+    s.spec.accept_length_mean = 2.2;
     // ... under --speculative-num-steps auto: 3 drafts chosen, after 7 steps off and 5 with 3.
-    s.spec_auto = true;
-    s.spec_steps_chosen = 3;
-    s.spec_estimate_tokens_per_s = 150;
-    s.spec_estimate_off_tokens_per_s = 100;
-    s.spec_estimate_accept_length = 2.5;
-    s.spec_steps_histogram = {7, 0, 0, 5};
-    s.forward_seconds = 1.5;
-    s.spec_mtp_seconds = 0.25;
-    s.spec_mtp_rows = 40;
+    s.spec.automatic = true;
+    s.spec.steps_chosen = 3;
+    s.spec.estimate_tokens_per_s = 150;
+    s.spec.estimate_off_tokens_per_s = 100;
+    s.spec.estimate_accept_length = 2.5;
+    s.spec.steps_histogram = {7, 0, 0, 5};
+    s.counters.forward_seconds = 1.5;
+    s.spec.mtp_seconds = 0.25;
+    s.spec.mtp_rows = 40;
     return s;
   }
   void FlushCache() override {
