@@ -72,11 +72,15 @@ struct TokenLogprob {
 };
 
 // One chunk of output: tokens produced since the previous chunk. The last chunk of a request
-// has finish != kNone. Text is decoded by the consumer (the server's streaming detokenizer);
-// `stop_trim_bytes` tells it how many bytes at the end of the decoded output belong to a
-// matched stop string and must not be shown.
+// has finish != kNone. With a tokenizer the engine decodes each request's output once
+// (engine/output_text.h) and sends the text: text[i] is what tokens[i] completed (whole UTF-8
+// characters; "" for the stop token or EOS that ended the request, which is not shown), and the
+// last chunk's text_tail is what the detokenizer still held. A matched stop string ends the
+// request with `stop_trim_bytes`: how many bytes at the end of the text sent (all chunks' text)
+// belong to the match and must not be shown; text_tail is then empty.
 struct GenerationChunk {
   std::vector<int32_t> tokens;
+  std::vector<std::string> text;               // per token, when the engine has a tokenizer
   std::vector<TokenLogprob> logprobs;          // per token, when requested
   std::vector<std::vector<TokenLogprob>> top;  // per token: top-n alternatives
   FinishReason finish = FinishReason::kNone;
@@ -84,6 +88,7 @@ struct GenerationChunk {
   std::optional<int32_t> matched_stop_token;
   Status error;                     // non-ok: the request failed
   int32_t stop_trim_bytes = 0;      // see above; set with matched_stop
+  std::string text_tail;            // see above; on the last chunk
   std::vector<double> token_times;  // per token: seconds since the request was submitted
   // Filled on the last chunk:
   int32_t prompt_tokens = 0;
@@ -217,9 +222,9 @@ struct EngineOptions {
   // Structured-output masks computed on a thread beside the forward (SchedulerConfig); unset:
   // when the forward's threads leave a core idle.
   std::optional<bool> overlap_masks;
-  int64_t page_size = 64;          // tokens per KV page
-  int64_t max_total_tokens = 0;    // KV capacity in tokens; 0 = from mem_fraction
-  double mem_fraction = 0.3;       // of free memory for the KV pool when max_total_tokens == 0
+  int64_t page_size = 64;        // tokens per KV page
+  int64_t max_total_tokens = 0;  // KV capacity in tokens; 0 = from mem_fraction
+  double mem_fraction = 0.3;     // of free memory for the KV pool when max_total_tokens == 0
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kBf16;  // --kv-cache-dtype auto = bf16
   int32_t max_running_requests = 64;
   int32_t max_queued_requests = 1024;  // beyond: Submit returns ResourceExhausted
@@ -276,8 +281,8 @@ class Engine {
   virtual Status Health() const { return Status::Ok(); }
 };
 
-// Loads the model (and its tokenizer.json when present, for stop strings) and starts the
-// engine loop thread. Errors name the file, tensor or flag that is wrong.
+// Loads the model (and its tokenizer.json when present: output text and stop strings) and
+// starts the engine loop thread. Errors name the file, tensor or flag that is wrong.
 Result<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options);
 
 }  // namespace mx

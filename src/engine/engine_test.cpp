@@ -270,6 +270,11 @@ TEST(Engine, StopStringsAcrossTokenBoundariesAndStopTokens) {
   const std::string got = tk->Decode(s.tokens);
   ASSERT_GE(got.size(), static_cast<size_t>(s.last.stop_trim_bytes));
   EXPECT_EQ(got.substr(0, got.size() - s.last.stop_trim_bytes), text.substr(0, at));
+  // The engine's own text (decoded once, sent with the chunks) trims the same way.
+  ASSERT_GE(s.text.size(), static_cast<size_t>(s.last.stop_trim_bytes));
+  EXPECT_EQ(s.text.substr(0, s.text.size() - s.last.stop_trim_bytes), text.substr(0, at));
+  // Without a stop, the text is the whole output decoded.
+  EXPECT_EQ(RunOne(*e, Greedy(prompt, 24)).text, text);
 
   GenerationRequest t = Greedy(prompt, 24);
   t.stop_token_ids = {full[5]};
@@ -277,6 +282,8 @@ TEST(Engine, StopStringsAcrossTokenBoundariesAndStopTokens) {
   EXPECT_EQ(st.last.finish, FinishReason::kStop);
   EXPECT_EQ(st.last.matched_stop_token, full[5]);
   EXPECT_EQ(st.tokens.back(), full[5]);
+  // The stop token is not shown: the text is the tokens before it.
+  EXPECT_EQ(st.text, tk->Decode(std::vector<int32_t>(st.tokens.begin(), st.tokens.end() - 1)));
   EXPECT_LE(st.tokens.size(), 6u);
   // min_tokens: the stop token is masked until then, so the output differs but is long enough.
   t.min_tokens = 10;
@@ -380,8 +387,7 @@ TEST(Engine, OverloadAndBadRequestsAreStatuses) {
   EXPECT_EQ(ParseKvCacheDtype("int3").status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(ParseKvCacheDtype("int3").status().message().find("'int3'"), std::string::npos);
   EXPECT_EQ(ParseSchedulePolicy("random").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(ParseSchedulePolicy("random").status().message().find("'random'"),
-            std::string::npos);
+  EXPECT_NE(ParseSchedulePolicy("random").status().message().find("'random'"), std::string::npos);
   EXPECT_EQ(*ParseSchedulePolicy("lpm"), SchedulePolicy::kLpm);
   EngineOptions bad = TinyOptions();
   bad.page_size = 0;

@@ -75,6 +75,7 @@ void Scheduler::Finish(Request& r, FinishReason reason, Status error) {
   c.queue_seconds = r.SecondsTo(r.admitted.value_or(now));
   c.ttft_seconds = r.first_token ? r.SecondsTo(*r.first_token) : 0.0;
   c.e2e_seconds = r.SecondsTo(now);
+  if (r.text && c.matched_stop.empty()) c.text_tail = r.text->Finish();
   if (reason == FinishReason::kAbort) {
     ++stats_.counters.requests_aborted;
   } else {

@@ -6,7 +6,9 @@
 // script's when the grammar allows it, else EOS when allowed, else one drawn at random (the
 // request's seed) from what the grammar allows: what a model with arbitrary logits would
 // write under the mask. The grammar applies after constraint_after_token when one is given
-// (again after each one with constraint_repeats, until complete).
+// (again after each one with constraint_repeats, until complete). Like the real engine it
+// sends each token's text, decoded once per request with `tokenizer` (engine/output_text.h;
+// without one every token's text is empty); it matches no stop strings.
 #pragma once
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/output_text.h"
 #include "grammar/token_mask.h"
 
 namespace mx::server::testing {
@@ -42,13 +45,15 @@ class FakeEngine : public Engine {
 
   FakeEngine(std::vector<int32_t> script, std::vector<int32_t> eos,
              std::chrono::milliseconds step = std::chrono::milliseconds(2),
-             int64_t max_active = 100000, int64_t context = 4096)
+             int64_t max_active = 100000, int64_t context = 4096,
+             std::shared_ptr<const tok::Tokenizer> tokenizer = nullptr)
       : script_(std::move(script)),
         eos_(std::move(eos)),
         step_(step),
         max_active_(max_active),
         context_(context),
-        shared_(std::make_shared<Shared>()) {}
+        shared_(std::make_shared<Shared>()),
+        tokenizer_(std::move(tokenizer)) {}
 
   Result<std::unique_ptr<RequestStream>> Submit(GenerationRequest request) override {
     if (request.prompt.empty()) return InvalidArgument("empty prompt");
@@ -130,6 +135,7 @@ class FakeEngine : public Engine {
       next = std::chrono::steady_clock::now() + e->step_;
       if (req.constraint) matcher.emplace(req.constraint);
       constrained = req.constraint_after_token < 0;
+      if (e->tokenizer_) text.emplace(*e->tokenizer_, std::vector<std::string>());
     }
     int32_t Constrained(int32_t want) {
       matcher->FillMask(&mask);
@@ -190,10 +196,13 @@ class FakeEngine : public Engine {
         if (is_eos && !req.ignore_eos) {
           c.finish = FinishReason::kStop;
           c.matched_stop_token = tok;
-        } else if (static_cast<int32_t>(pos) >= req.max_tokens) {
-          c.finish = FinishReason::kLength;
+          c.text.emplace_back();  // the stop token is not shown
+        } else {
+          c.text.push_back(text ? text->Push(tok).text : std::string());
+          if (static_cast<int32_t>(pos) >= req.max_tokens) c.finish = FinishReason::kLength;
         }
       }
+      if (c.finish != FinishReason::kNone && text) c.text_tail = text->Finish();
       std::lock_guard<std::mutex> lock(engine->shared_->mu);
       engine->shared_->generated += static_cast<int64_t>(c.tokens.size());
       if (c.finish != FinishReason::kNone) {
@@ -203,6 +212,7 @@ class FakeEngine : public Engine {
         ended = true;
         last = c;
         last->tokens.clear();
+        last->text.clear();
         if (!counted) {
           counted = true;
           --engine->shared_->active;
@@ -224,6 +234,7 @@ class FakeEngine : public Engine {
     std::chrono::steady_clock::time_point next;
     std::mt19937_64 rng;
     std::optional<grammar::TokenMatcher> matcher;
+    std::optional<OutputText> text;
     bool constrained = true;  // the grammar applies to the next token
     grammar::TokenBitmask mask;
   };
@@ -234,6 +245,7 @@ class FakeEngine : public Engine {
   int64_t max_active_;
   int64_t context_;
   std::shared_ptr<Shared> shared_;
+  std::shared_ptr<const tok::Tokenizer> tokenizer_;
   std::map<RequestId, Stream*> streams_;
   RequestId next_id_ = 1;
 };
