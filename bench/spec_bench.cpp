@@ -265,21 +265,19 @@ int main(int argc, char** argv) {
   (void)mx::SetLogLevel("warn");
   const std::string dir = a["model"];
   auto tok = mx::tok::Tokenizer::FromFile(dir + "/tokenizer.json");
-  auto tc = mx::LoadTokenizerChatConfig(dir);
-  const bool text = tok.ok() && tc.ok();  // else (bench-scale): synthetic prompts only
+  auto format = mx::LoadChatFormat(dir);
+  // Else (bench-scale): synthetic prompts only.
+  const bool text = tok.ok() && format.ok() && format->has_value();
   std::vector<std::vector<int32_t>> arith, english, synthetic;
   if (text) {
-    auto tmpl = mx::ChatTemplate::Parse(tc->chat_template);
-    if (!tmpl.ok()) return 1;
     // Arithmetic: the held-out problems in the model's chat format.
     std::ifstream f(std::string(MX_SOURCE_DIR) + "/tests/data/arith/heldout.jsonl");
     std::string line;
     while (static_cast<int>(arith.size()) < std::stoi(a["arith"]) && std::getline(f, line)) {
       const auto j = nlohmann::json::parse(line);
-      mx::ChatRequest req;
-      req.messages.push_back({{"role", "user"}, {"content", j["question"].get<std::string>()}});
-      req.kwargs["enable_thinking"] = false;
-      arith.push_back(tok->Encode(tmpl->Render(mx::MakeChatContext(req)).value()));
+      const auto prompt =
+          (*format)->RenderUser(j["question"].get<std::string>(), {{"enable_thinking", false}});
+      arith.push_back(tok->Encode(prompt.value()));
     }
     // English: consecutive windows of the text.
     std::ifstream tf(a["text"]);
