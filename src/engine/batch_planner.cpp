@@ -31,10 +31,10 @@ BatchPlanner::BatchPlanner(const SchedulerConfig& cfg, CacheManager& cache,
       costs_(costs),
       new_token_ratio_(kInitNewTokenRatio) {}
 
-ScheduledBatch BatchPlanner::Plan() {
+ScheduledBatch BatchPlanner::Plan(bool want_mtp_rows) {
   ScheduledBatch batch = PlanDecode();
   shape_.decode_rows = std::ssize(batch);
-  PlanPrefill(batch);
+  PlanPrefill(batch, want_mtp_rows);
   shape_.prefill_tokens = 0;
   for (size_t i = static_cast<size_t>(shape_.decode_rows); i < batch.size(); ++i) {
     shape_.prefill_tokens += batch[i].second;
@@ -95,7 +95,7 @@ ScheduledBatch BatchPlanner::PlanDecode() {
   return batch;
 }
 
-void BatchPlanner::PlanPrefill(ScheduledBatch& batch) {
+void BatchPlanner::PlanPrefill(ScheduledBatch& batch, bool want_mtp_rows) {
   int64_t budget = cfg_.chunked_prefill_size;
   if (!batch.empty() && cfg_.max_decode_gap_s > 0.0) {
     budget = costs_.PrefillBudget(cfg_.max_decode_gap_s, cfg_.min_prefill_chunk, budget);
@@ -110,7 +110,7 @@ void BatchPlanner::PlanPrefill(ScheduledBatch& batch) {
   }
   while (budget > 0 && !waiting_.empty() &&
          static_cast<int32_t>(running_.size()) < cfg_.max_running_requests) {
-    if (!TryAdmit(budget, batch)) break;
+    if (!TryAdmit(budget, batch, want_mtp_rows)) break;
   }
 }
 
@@ -143,10 +143,10 @@ size_t BatchPlanner::PickWaiting() {
   return best;
 }
 
-bool BatchPlanner::TryAdmit(int64_t& budget, ScheduledBatch& batch) {
+bool BatchPlanner::TryAdmit(int64_t& budget, ScheduledBatch& batch, bool want_mtp_rows) {
   const size_t wi = PickWaiting();
   ScheduledRequest& r = *waiting_[wi];
-  const RadixCache::MatchResult m = cache_.LockPrefix(CacheableTokens(r));
+  const RadixCache::MatchResult m = cache_.LockPrefix(CacheableTokens(r), want_mtp_rows);
   if (!cache_.CanAdmit(m, EstimatedTokens(r), Reserved())) {
     cache_.UnlockPrefix(m);
     return false;

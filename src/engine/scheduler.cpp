@@ -14,14 +14,9 @@ Scheduler::Scheduler(SchedulerConfig cfg, ModelRunner& runner, const tok::Tokeni
       vocab_(runner.config().vocab_size),
       cache_(runner.config(), cfg_),
       output_(cfg_, vocab_, tokenizer_),
+      spec_(cfg_.spec_steps, cfg_.spec_auto, cfg_.spec_chooser, cfg_.spec_schedule),
       planner_(cfg_, cache_, waiting_, running_, stats_, step_costs_) {
   if (cfg_.spec_steps > 0) stats_.spec.steps_histogram.assign(cfg_.spec_steps + 1, 0);
-  if (cfg_.spec_steps > 0 && cfg_.spec_auto) {
-    SpecChooserOptions o = cfg_.spec_chooser;
-    o.max_steps = cfg_.spec_steps;
-    chooser_.emplace(o);
-    stats_.spec.automatic = true;
-  }
 }
 
 Scheduler::~Scheduler() { AbortAll(Status(StatusCode::kAborted, "the engine was destroyed")); }
@@ -123,9 +118,8 @@ bool Scheduler::Step() {
 
   // 2. Decode rows, then prefill chunks and admissions (a cache hit needs its MTP rows only
   // where the request may draft).
-  if (chooser_) cache_.set_want_mtp_rows(cfg_.spec_schedule || chooser_->KeepMtp(1));
   const Clock::time_point step_start = Clock::now();
-  const ScheduledBatch batch = planner_.Plan();
+  const ScheduledBatch batch = planner_.Plan(spec_.WantMtpRows());
   if (batch.empty()) {
     if (running_.size() > 1) {
       planner_.Retract(running_.size() - 1);  // everyone is stuck on pages: make room
@@ -215,16 +209,7 @@ EngineStats Scheduler::stats() const {
   s.gauges.kv_pages_total = cache_.pool().total_pages();
   s.gauges.kv_page_size = cfg_.page_size;
   for (const auto& r : running_) s.counters.generation_tokens_total += r->n_output();
-  if (chooser_) {
-    const SpecChooser::Decision& d = chooser_->last();
-    s.spec.steps_chosen = d.steps;
-    s.spec.probe = d.probe;
-    s.spec.estimate_tokens_per_s = d.tokens_per_s;
-    s.spec.estimate_off_tokens_per_s = d.off_tokens_per_s;
-    s.spec.estimate_accept_length = d.accept_length;
-  } else if (cfg_.spec_steps > 0) {
-    s.spec.steps_chosen = cfg_.spec_steps;
-  }
+  spec_.FillStats(&s.spec);
   if (s.spec.verify_steps > 0) {
     s.spec.accept_length_mean = static_cast<double>(s.spec.verify_steps + s.spec.tokens_accepted) /
                                 static_cast<double>(s.spec.verify_steps);

@@ -13,13 +13,13 @@
 // Drafts are greedy (proposed with probability 1), so rejection sampling accepts d with the
 // target probability p(d) and otherwise draws from p without d: the output distribution is
 // the target's. Greedy outputs are the same tokens as without speculation.
-// auto (SchedulerConfig::spec_auto): the SpecChooser picks the drafts of every decode step from
-// the times measured here. A step without drafts skips the MTP layer; the decoding requests
-// keep their rows' target hidden states (up to spec_max_lag) so that the draft-extend of a
-// later step with drafts writes the MTP rows they missed first. Prefill chunks go through the
-// MTP layer at once while some setting could pay with the acceptance measured (positions not
-// seen lately taken as 1: SpecChooser::KeepMtp), else they skip it, the decoding requests drop
-// their kept rows, and those requests never draft.
+// auto (SchedulerConfig::spec_auto): the SpecPolicy's SpecChooser picks the drafts of every
+// decode step (SpecPolicy::Next, once the step's verifies are in) from the times measured here. A
+// step without drafts skips the MTP layer; the decoding requests keep their rows' target hidden
+// states (up to spec_max_lag) so that the draft-extend of a later step with drafts writes the MTP
+// rows they missed first. Prefill chunks go through the MTP layer at once while some setting could
+// pay with the acceptance measured (positions not seen lately taken as 1: SpecChooser::KeepMtp),
+// else they skip it, the decoding requests drop their kept rows, and those requests never draft.
 #include <algorithm>
 #include <chrono>
 
@@ -70,9 +70,8 @@ void Scheduler::SpecForward(const ScheduledBatch& batch) {
   }
   MX_CHECK_EQ(li * vocab_, static_cast<int64_t>(out->logits.size()));
   const double mtp_s = Draft(extended, *out, first_row);
-  if (chooser_ && all_decode) {
-    chooser_->ObserveTarget(rows, forward_s);
-    chooser_->ObserveOverhead(emitted, SecondsSince(t0) - forward_s - mtp_s);
+  if (all_decode) {
+    spec_.ObserveDecodeStep(rows, forward_s, emitted, SecondsSince(t0) - forward_s - mtp_s);
   }
 }
 
@@ -107,7 +106,7 @@ int32_t Scheduler::Verify(Request& r, std::span<float> logits, int64_t rows) {
     }
     if (t != draft) break;
   }
-  if (chooser_ && compared > 0) chooser_->ObserveVerify(compared, accepted);
+  if (compared > 0) spec_.ObserveVerify(compared, accepted);
   if (!finished) Emit(r, /*final=*/false);
   return final_rows;
 }
@@ -134,21 +133,10 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
   // The drafts of the next decode step, and whether the MTP layer's rows are kept up.
   int64_t decoding = 0;
   for (auto [r, m] : extended) decoding += !r->done && r->remaining() == 1 ? 1 : 0;
-  int32_t steps = cfg_.spec_steps;
-  bool keep = true;
-  int64_t drafters = decoding;  // decoding requests that may still draft
-  if (chooser_) {
-    steps = decoding > 0 ? chooser_->Choose(decoding) : 0;
-    // A re-probe only re-measures acceptance (its costs are known): one request drafts, the
-    // others neither catch their MTP layers up nor verify drafts.
-    if (decoding > 0 && chooser_->last().reprobe && !cfg_.spec_schedule) drafters = 1;
-    keep = steps > 0 || chooser_->KeepMtp(std::max<int64_t>(decoding, 1));
-    if (cfg_.spec_schedule && decoding > 0) {
-      steps = std::clamp(cfg_.spec_schedule(steps, spec_decode_steps_), 0, cfg_.spec_steps);
-    }
-    keep = keep || cfg_.spec_schedule != nullptr;
-  }
-  spec_decode_steps_ += decoding > 0 ? 1 : 0;
+  const SpecPolicy::Drafts next = spec_.Next(decoding);
+  const int32_t steps = next.steps;
+  const bool keep = next.keep_mtp;
+  int64_t drafters = next.drafters;  // decoding requests that may still draft
   // The next decode step, under the drafts it will verify (none where no request drafted).
   auto count_step = [&](bool drafted) {
     if (decoding > 0) ++stats_.spec.steps_histogram[drafted ? steps : 0];
@@ -202,7 +190,7 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
   }
   stats_.spec.mtp_seconds += mtp_s;
   stats_.spec.mtp_rows += ext->row_begin.back();
-  if (chooser_) chooser_->ObserveMtp(ext->row_begin.back(), mtp_s);
+  spec_.ObserveMtp(ext->row_begin.back(), mtp_s);
   for (Request* r : reqs) {
     cache_.MarkMtpRows(*r, r->mtp_len, r->kv_len);
     r->mtp_len = r->kv_len;
@@ -260,7 +248,7 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
       for (Chain* c : live) Finish(*c->r, FinishReason::kAbort, o.status());
       return mtp_s;
     }
-    if (chooser_) chooser_->ObserveMtp(static_cast<int64_t>(live.size()), pass_s);
+    spec_.ObserveMtp(static_cast<int64_t>(live.size()), pass_s);
     for (size_t k = 0; k < live.size(); ++k) {
       const std::span<const float> row(o->logits.data() + k * vocab_, vocab_);
       live[k]->r->drafts.push_back(Argmax(row));
