@@ -60,15 +60,20 @@ int main(int argc, char** argv) {
             n_out = std::stoi(a["output"]);
   const int n_shared = static_cast<int>(std::stod(a["shared"]) * n_prompt);
   mx::EngineOptions o;
-  o.model_dir = a["model"];
+  o.model.model_dir = a["model"];
   o.threads = std::stoi(a["threads"]);
-  o.kv_cache_dtype = a["kv"];
+  auto kv = mx::ParseKvCacheDtype(a["kv"]);
+  if (!kv.ok()) {
+    std::fprintf(stderr, "%s\n", kv.status().ToString().c_str());
+    return 2;
+  }
+  o.kv_cache_dtype = *kv;
   o.disable_radix_cache = a["radix"] == "0";
   o.chunked_prefill_size = std::stoll(a["chunk"]);
   o.max_running_requests = std::stoi(a["max_running"]);
   o.max_total_tokens = std::stoll(a["max_total_tokens"]);
   o.max_queued_requests = n_req + 1;
-  auto cfg = mx::LoadModelConfig(o.model_dir + "/config.json");
+  auto cfg = mx::LoadModelConfig(o.model.model_dir + "/config.json");
   if (!cfg.ok()) {
     std::fprintf(stderr, "%s\n", cfg.status().ToString().c_str());
     return 1;
@@ -80,13 +85,13 @@ int main(int argc, char** argv) {
   }
   mx::Engine& e = **engine;
   const mx::EngineStats s0 = e.Stats();
-  const int64_t cap_tokens = s0.kv_pages_total * s0.kv_page_size;
+  const int64_t cap_tokens = s0.gauges.kv_pages_total * s0.gauges.kv_page_size;
   const int64_t bf16_bpt = mx::PagedKvStore::BytesPerToken(*cfg, mx::KvCacheDtype::kBf16);
   const int64_t fp8_bpt = mx::PagedKvStore::BytesPerToken(*cfg, mx::KvCacheDtype::kFp8E4M3Fn);
 
   std::shared_ptr<const mx::grammar::CompiledGrammar> grammar;
   if (a["constraint"] == "1") {
-    auto tok = mx::tok::Tokenizer::FromFile(o.model_dir + "/tokenizer.json");
+    auto tok = mx::tok::Tokenizer::FromFile(o.model.model_dir + "/tokenizer.json");
     if (!tok.ok()) {
       std::fprintf(stderr, "%s\n", tok.status().ToString().c_str());
       return 1;
@@ -155,14 +160,14 @@ int main(int argc, char** argv) {
       "  radix hit rate %.3f (%lld of %lld prompt tokens cached); retractions %lld\n"
       "  KV capacity %lld tokens; bytes/token bf16 %lld, fp8 %lld: fp8 holds %.2fx the tokens\n",
       n_req, n_prompt, n_shared, n_out, o.disable_radix_cache ? "off" : "on",
-      o.kv_cache_dtype.c_str(), grammar ? "json_schema" : "none", wall,
+      mx::KvCacheDtypeName(o.kv_cache_dtype), grammar ? "json_schema" : "none", wall,
       static_cast<double>(out_tokens) / wall,
       static_cast<double>(out_tokens + int64_t{n_req} * n_prompt) / wall, ttft_mean, Pct(ttft, 0.5),
       Pct(ttft, 0.99), Pct(e2e, 0.5),
-      static_cast<double>(st.radix_hit_tokens) /
-          static_cast<double>(std::max<int64_t>(1, st.prompt_tokens_total)),
-      static_cast<long long>(cached), static_cast<long long>(st.prompt_tokens_total),
-      static_cast<long long>(st.retractions), static_cast<long long>(cap_tokens),
+      static_cast<double>(st.counters.radix_hit_tokens) /
+          static_cast<double>(std::max<int64_t>(1, st.counters.prompt_tokens_total)),
+      static_cast<long long>(cached), static_cast<long long>(st.counters.prompt_tokens_total),
+      static_cast<long long>(st.counters.retractions), static_cast<long long>(cap_tokens),
       static_cast<long long>(bf16_bpt), static_cast<long long>(fp8_bpt),
       static_cast<double>(bf16_bpt) / static_cast<double>(fp8_bpt));
   e.Shutdown(std::chrono::seconds(1));

@@ -163,7 +163,9 @@ int main(int argc, char** argv) {
                         flush_sums[t] += mx::SumBytes(flush_buf.data() + lo, hi - lo, false);
                       });
   };
-  auto kt_or = mx::ResolveKernels("", a["activations"]);
+  auto acts = mx::ParseGemmActivations(a["activations"]);
+  if (!acts.ok()) Die(acts.status().ToString());
+  auto kt_or = mx::ResolveKernels(std::nullopt, *acts);
   if (!kt_or.ok()) Die(kt_or.status().ToString());
   const mx::KernelTable& kt = **kt_or;
   const int repeats = std::stoi(a["repeats"]);
@@ -220,7 +222,7 @@ int main(int argc, char** argv) {
   for (const std::string& dir : dirs) {
     mx::ModelLoadOptions lo;
     lo.model_dir = dir;
-    lo.gemm_activations = a["activations"];
+    lo.gemm_activations = *acts;
     lo.untuned_moe = a["tuned"] != "1";
     lo.tokenizer = mx::TokenizerLoad::kNone;
     auto loaded = mx::LoadModel(lo);

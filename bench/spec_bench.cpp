@@ -35,6 +35,7 @@
 #include "engine/engine.h"
 #include "io/model_config.h"
 #include "kernels/kernels.h"
+#include "kv/paged_kv_store.h"
 #include "model/model.h"
 #include "model/weight_bytes.h"
 #include "tokenizer/chat_template.h"
@@ -80,7 +81,7 @@ Run Measure(Engine& e, const std::vector<std::vector<int32_t>>& prompts, int32_t
   }
   Run run;
   run.tok_s = seconds > 0 ? tokens / seconds : 0;
-  run.accept = e.Stats().spec_accept_length_mean;
+  run.accept = e.Stats().spec.accept_length_mean;
   run.tokens = total;
   return run;
 }
@@ -264,21 +265,19 @@ int main(int argc, char** argv) {
   (void)mx::SetLogLevel("warn");
   const std::string dir = a["model"];
   auto tok = mx::tok::Tokenizer::FromFile(dir + "/tokenizer.json");
-  auto tc = mx::LoadTokenizerChatConfig(dir);
-  const bool text = tok.ok() && tc.ok();  // else (bench-scale): synthetic prompts only
+  auto format = mx::LoadChatFormat(dir);
+  // Else (bench-scale): synthetic prompts only.
+  const bool text = tok.ok() && format.ok() && format->has_value();
   std::vector<std::vector<int32_t>> arith, english, synthetic;
   if (text) {
-    auto tmpl = mx::ChatTemplate::Parse(tc->chat_template);
-    if (!tmpl.ok()) return 1;
     // Arithmetic: the held-out problems in the model's chat format.
     std::ifstream f(std::string(MX_SOURCE_DIR) + "/tests/data/arith/heldout.jsonl");
     std::string line;
     while (static_cast<int>(arith.size()) < std::stoi(a["arith"]) && std::getline(f, line)) {
       const auto j = nlohmann::json::parse(line);
-      mx::ChatRequest req;
-      req.messages.push_back({{"role", "user"}, {"content", j["question"].get<std::string>()}});
-      req.kwargs["enable_thinking"] = false;
-      arith.push_back(tok->Encode(tmpl->Render(mx::MakeChatContext(req)).value()));
+      const auto prompt =
+          (*format)->RenderUser(j["question"].get<std::string>(), {{"enable_thinking", false}});
+      arith.push_back(tok->Encode(prompt.value()));
     }
     // English: consecutive windows of the text.
     std::ifstream tf(a["text"]);
@@ -320,6 +319,12 @@ int main(int argc, char** argv) {
                          std::stoll(a["max_rows"]), std::stoi(a["cost_reps"]));
   }
   if (a["decode"] != "1") return 0;
+  auto kv_or = mx::ParseKvCacheDtype(a["kv"]);
+  if (!kv_or.ok()) {
+    std::fprintf(stderr, "%s\n", kv_or.status().ToString().c_str());
+    return 2;
+  }
+  const mx::KvCacheDtype kv = *kv_or;
   std::printf("model %s, kv %s, threads %s, best of %s\n\n", dir.c_str(), a["kv"].c_str(),
               a["threads"].c_str(), a["repeats"].c_str());
   std::printf("| prompts | setting | decode tok/s | speed-up | mean accept length | tokens |\n");
@@ -334,13 +339,13 @@ int main(int argc, char** argv) {
       Run best;
       for (int rep = 0; rep < std::stoi(a["repeats"]); ++rep) {
         mx::EngineOptions o;
-        o.model_dir = dir;
+        o.model.model_dir = dir;
         o.threads = std::stoi(a["threads"]);
-        o.kv_cache_dtype = a["kv"];
+        o.kv_cache_dtype = kv;
         o.max_total_tokens = 16384;
         if (steps != 0) {
-          o.speculative_algorithm = "MTP";
-          o.speculative_num_steps = steps > 0 ? steps : mx::kSpeculativeStepsAuto;
+          o.speculative.algorithm = mx::SpeculativeAlgorithm::kMtp;
+          if (steps > 0) o.speculative.num_steps = steps;  // else auto
         }
         auto e = mx::CreateEngine(o);
         if (!e.ok()) {

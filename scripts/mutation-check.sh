@@ -12,10 +12,11 @@ MUTATIONS=(
   '3|src/model/moe.cpp|s/b\[e\] = s\[e\] \+ w\.e_score_correction_bias\[e\];/b[e] = s[e];/|^model\.'
   '4|src/kv/radix_cache.cpp|s/r\.tokens = pos;/r.tokens = pos > 0 ? pos + 1 : 0;/|^(kv|engine)\.'
   '6|src/quant/mxfp4.cpp|s/c\[2 \* i\] = p\[i\] & 0xf;/c[2 * i] = p[i] >> 4;/; s/c\[2 \* i \+ 1\] = p\[i\] >> 4;/c[2 * i + 1] = p[i] \& 0xf;/|^(quant|model|io)\.'
-  '7|src/server/choice_output.cpp|s/held_\.resize\(held_\.size\(\) - cut\);/(void)cut;/|^server\.'
+  '7|src/server/choice_output.cpp|s/held_\.resize\(held_\.size\(\) - std::min\(held_\.size\(\), trim\)\);/(void)trim;/|^server\.'
   '8|src/engine/logits_processor.cpp|s/logits\[t\] -= req\.frequency_penalty/logits[t] += req.frequency_penalty/|^(engine|server)\.'
   '9|src/model/model.cpp|s/if \(shard\.whole\(\)\) return Status::Ok\(\);/return Status::Ok();/|^(model|parallel|engine)\.'
   '10|src/server/generation.cpp|s/return tail \+ kSseDone;/return tail;/|^server\.'
+  '11|src/engine/output_text.cpp|s/tail_\.size\(\) - found\)/tail_.size() - found - 1)/|^(engine|server)\.'
 )
 want=" $* "
 for m in "${MUTATIONS[@]}"; do

@@ -32,8 +32,8 @@ struct OfflineArgs {
   int threads = -1;                     // -1: not given (--threads, else one per core)
   int repetitions = 5;
   std::string output = "md";
-  std::string kernels;
-  std::string gemm_activations = "bf16";  // serve's default
+  std::optional<KernelLevel> kernels;                         // nullopt: this CPU's best
+  GemmActivations gemm_activations = GemmActivations::kBf16;  // serve's default
   std::string kv_cache_dtype = "auto";
   std::string tuned_config_dir;
   int64_t chunked_prefill_size = EngineOptions{}.chunked_prefill_size;

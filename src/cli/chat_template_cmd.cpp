@@ -45,24 +45,13 @@ Result<nlohmann::ordered_json> ReadJson(const std::string& path) {
 int Run(const ChatTemplateArgs& a) {
   if (a.model_dir.empty() == a.template_file.empty())
     return Fail("chat-template: give either MODEL_DIR or --template FILE.jinja");
-  std::string source, name;
+  auto format = LoadChatFormat(a.model_dir, a.template_file);
+  if (!format.ok()) return Fail(format.status().message());
+  if (!format->has_value()) return Fail(a.model_dir + ": no chat template");
+  ChatFormat& f = **format;
+  if (!a.bos_token.empty()) f.bos_token = a.bos_token;
+  if (!a.eos_token.empty()) f.eos_token = a.eos_token;
   ChatRequest req;
-  if (!a.model_dir.empty()) {
-    auto cfg = LoadTokenizerChatConfig(a.model_dir);
-    if (!cfg.ok()) return Fail(cfg.status().message());
-    source = cfg->chat_template;
-    name = a.model_dir + "/tokenizer_config.json:chat_template";
-    req.bos_token = cfg->bos_token;
-    req.eos_token = cfg->eos_token;
-  } else {
-    auto text = ReadText(a.template_file);
-    if (!text.ok()) return Fail(text.status().message());
-    source = std::move(*text);
-    name = a.template_file;
-  }
-  if (!a.bos_token.empty()) req.bos_token = a.bos_token;
-  if (!a.eos_token.empty()) req.eos_token = a.eos_token;
-
   auto messages = ReadJson(a.messages_file);
   if (!messages.ok()) return Fail(messages.status().message());
   if (messages->is_object()) {  // a request body: {"messages": [...], "tools": [...], ...}
@@ -89,9 +78,7 @@ int Run(const ChatTemplateArgs& a) {
   }
   req.add_generation_prompt = !a.no_generation_prompt;
 
-  auto tmpl = ChatTemplate::Parse(std::move(source), name);
-  if (!tmpl.ok()) return Fail(tmpl.status().message());
-  auto out = tmpl->Render(MakeChatContext(req));
+  auto out = f.Render(std::move(req));
   if (!out.ok()) return Fail(out.status().message());
   std::fwrite(out->data(), 1, out->size(), stdout);
   std::fflush(stdout);

@@ -197,6 +197,17 @@ TEST(Cli, GenerateWithoutTokenizerFilesAndErrors) {
       Exec("generate " + dir.string() + " --prompt-ids 1 --print-ids --kernels sse9");
   EXPECT_EQ(kernels.code, 1);
   EXPECT_NE(kernels.out.find("sse9"), std::string::npos);
+  // serve's option strings are parsed into the engine's enums as the flags are read: a bad
+  // value is named before anything loads.
+  for (const auto& [flag, value] : {std::pair{"--kv-cache-dtype", "int3"},
+                                    {"--schedule-policy", "random"},
+                                    {"--speculative-algorithm", "MEDUSA"},
+                                    {"--gemm-activations", "int4"}}) {
+    CmdResult r = Exec("serve " + dir.string() + " " + flag + " " + value);
+    EXPECT_EQ(r.code, 1) << flag;
+    EXPECT_NE(r.out.find(flag), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(value), std::string::npos) << r.out;
+  }
   fs::remove_all(dir);
 }
 

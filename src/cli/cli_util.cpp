@@ -7,17 +7,38 @@
 #include <iterator>
 #include <numeric>
 
+#include <fmt/format.h>
+
 #include "kv/paged_kv_store.h"
 
 namespace mx::cli {
 
-void AddKernelFlags(CLI::App* sub, std::string* kernels, std::string* activations) {
-  sub->add_option("--kernels", *kernels, "force a kernel level: ref|avx2|avx512");
-  sub->add_option("--gemm-activations", *activations,
-                  "how bf16-weight GEMMs take activations: bf16 (rounded, one bf16 dot per "
-                  "product, as llama.cpp/vLLM/sglang; default) or fp32 (exact, ~3x slower "
-                  "prefill)")
-      ->capture_default_str();
+void ThrowFlagError(const std::string& flag, const Status& why) {
+  const std::string& m = why.message();
+  throw CLI::ParseError(m.starts_with(flag) ? m : flag + ": " + m, 1);
+}
+
+void AddKernelFlags(CLI::App* sub, std::optional<KernelLevel>* kernels,
+                    GemmActivations* activations) {
+  sub->add_option_function<std::string>(
+      "--kernels",
+      [kernels](const std::string& v) {
+        auto level = ParseKernelLevel(v);
+        if (!level.ok()) ThrowFlagError("--kernels", level.status());
+        *kernels = *level;
+      },
+      "force a kernel level: ref|avx2|avx512 (default: this CPU's best)");
+  sub->add_option_function<std::string>(
+      "--gemm-activations",
+      [activations](const std::string& v) {
+        auto a = ParseGemmActivations(v);
+        if (!a.ok()) ThrowFlagError("--gemm-activations", a.status());
+        *activations = *a;
+      },
+      fmt::format("how bf16-weight GEMMs take activations: bf16 (rounded, one bf16 dot per "
+                  "product, as llama.cpp/vLLM/sglang) or fp32 (exact, ~3x slower prefill); "
+                  "default {}",
+                  GemmActivationsName(*activations)));
 }
 
 Result<std::vector<int32_t>> ParseIdList(const std::string& text, int64_t vocab,

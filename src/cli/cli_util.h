@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,14 @@
 
 namespace mx::cli {
 
-// --kernels and --gemm-activations on a verb.
-void AddKernelFlags(CLI::App* sub, std::string* kernels, std::string* activations);
+// A flag's value that does not parse: ends the command line's parse with exit code 1 and a
+// message naming the flag and `why` (for an option function's callback).
+[[noreturn]] void ThrowFlagError(const std::string& flag, const Status& why);
+
+// --kernels and --gemm-activations on a verb, parsed into the enums as they are read (an
+// unknown value is an error naming it). The help shows *activations as the default.
+void AddKernelFlags(CLI::App* sub, std::optional<KernelLevel>* kernels,
+                    GemmActivations* activations);
 
 // "5,17,200" -> ids; each must lie in [0, vocab). `flag` names the option in errors.
 Result<std::vector<int32_t>> ParseIdList(const std::string& text, int64_t vocab,

@@ -43,8 +43,9 @@ struct GenerateArgs {
   int top_k = 0;
   float min_p = 0.0f;
   uint64_t seed = 0;
-  std::string kernels;
-  std::string gemm_activations = "fp32";  // exact offline, as its f32 KV default
+  std::optional<KernelLevel> kernels;  // nullopt: this CPU's best
+  GemmActivations gemm_activations =
+      GemmActivations::kFp32;  // exact offline, as its f32 KV default
   std::string kv_cache_dtype = "auto";
   std::string tuned_config_dir;
   bool untuned_moe = false;
@@ -52,23 +53,17 @@ struct GenerateArgs {
 
 // The prompt as --chat renders it (the model's chat template with --chat-template-kwargs).
 Result<std::string> RenderChatPrompt(const GenerateArgs& a) {
-  MX_ASSIGN_OR_RETURN(auto tc, LoadTokenizerChatConfig(a.model_dir));
-  if (tc.chat_template.empty())
-    return InvalidArgument("{}: no chat template for --chat", a.model_dir);
-  MX_ASSIGN_OR_RETURN(auto tmpl, ChatTemplate::Parse(tc.chat_template, "chat_template"));
-  ChatRequest req;
-  req.messages.push_back({{"role", "user"}, {"content", a.prompt}});
-  req.bos_token = tc.bos_token;
-  req.eos_token = tc.eos_token;
+  MX_ASSIGN_OR_RETURN(std::optional<ChatFormat> format, LoadChatFormat(a.model_dir));
+  if (!format) return InvalidArgument("{}: no chat template for --chat", a.model_dir);
+  nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
   if (!a.chat_template_kwargs.empty()) {
-    const auto kw = nlohmann::ordered_json::parse(a.chat_template_kwargs, nullptr, false);
-    if (kw.is_discarded() || !kw.is_object()) {
+    kwargs = nlohmann::ordered_json::parse(a.chat_template_kwargs, nullptr, false);
+    if (kwargs.is_discarded() || !kwargs.is_object()) {
       return InvalidArgument(
           "--chat-template-kwargs: expected a JSON object, e.g. '{{\"enable_thinking\": false}}'");
     }
-    for (auto it = kw.begin(); it != kw.end(); ++it) req.kwargs[it.key()] = it.value();
   }
-  return tmpl.Render(MakeChatContext(req));
+  return format->RenderUser(a.prompt, std::move(kwargs));
 }
 
 // The prompt ids: --prompt-ids as given, or --prompt (rendered with --chat) tokenized.

@@ -31,8 +31,9 @@ struct LogitsArgs {
   bool hidden = false;
   bool mtp = false;
   bool topk_sets = false;
-  std::string kernels;
-  std::string gemm_activations = "fp32";  // exact offline, as its f32 KV default
+  std::optional<KernelLevel> kernels;  // nullopt: this CPU's best
+  GemmActivations gemm_activations =
+      GemmActivations::kFp32;  // exact offline, as its f32 KV default
   std::string kv_cache_dtype = "auto";
 };
 

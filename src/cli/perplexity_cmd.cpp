@@ -30,9 +30,10 @@ struct PerplexityArgs {
   bool report = false;  // quant-report: the base-vs-quantized table
   double max_kld = 0.02, min_top1 = 97.0;
   int64_t ctx = 512;
-  int64_t stride = 0;  // 0 = ctx / 2
-  std::string kernels;
-  std::string gemm_activations = "fp32";  // exact offline, as its f32 KV default
+  int64_t stride = 0;                  // 0 = ctx / 2
+  std::optional<KernelLevel> kernels;  // nullopt: this CPU's best
+  GemmActivations gemm_activations =
+      GemmActivations::kFp32;  // exact offline, as its f32 KV default
   std::string kv_cache_dtype = "auto";
   bool json = false;
   bool parse_special = false;  // special-token text (e.g. "<|user|>") becomes the special ids

@@ -26,6 +26,7 @@
 #include "engine/model_factory.h"
 #include "engine/tp_runner.h"
 #include "grammar/constraint.h"
+#include "kv/paged_kv_store.h"
 #include "parallel/mpi_communicator.h"
 #include "server/server.h"
 
@@ -117,11 +118,8 @@ int RunMpiWorker(const std::string& dir, const EngineOptions& e, Communicator& c
   signal(SIGTERM, SIG_IGN);
   signal(SIGINT, SIG_IGN);
   const ModelShard shard{comm.rank(), comm.size(), e.expert_parallel};
-  ModelLoadOptions lo;
+  ModelLoadOptions lo = e.model;
   lo.model_dir = dir;
-  lo.kernels = e.kernels;
-  lo.gemm_activations = e.gemm_activations;
-  lo.tuned_config_dir = e.tuned_config_dir;
   lo.shard = shard;
   lo.tokenizer = TokenizerLoad::kNone;
   auto m = LoadModel(lo);
@@ -200,7 +198,7 @@ Result<std::unique_ptr<server::ServedModel>> LoadModelToServe(const ModelEntry& 
   const std::string& name = entry.name;
   const std::string& dir = entry.dir;
   EngineOptions eo = a.engine;
-  eo.model_dir = dir;
+  eo.model.model_dir = dir;
   eo.max_total_tokens = entry.kv_tokens;  // the plan's (what --max-total-tokens gave, or auto)
   eo.threads = Globals().threads;
   auto engine = CreateDpEngine(eo, a.dp, {.method = method});
@@ -245,7 +243,7 @@ int PlanServe(const ServeArgs& a, std::vector<ModelEntry>& models) {
   base.expert_parallel = e.expert_parallel;
   base.dp = a.dp;
   base.mpi_rank = MpiRank();
-  base.kv_cache_dtype = e.kv_cache_dtype;
+  base.kv_cache_dtype = KvCacheDtypeName(e.kv_cache_dtype);
   base.max_total_tokens = e.max_total_tokens;
   base.mem_fraction = e.mem_fraction;
   base.page_size = e.page_size;
@@ -522,8 +520,8 @@ VerbRun SetupServe(CLI::App& app) {
   sub->add_option("--load-balance-method", a->load_balance_method,
                   "--dp request routing: round_robin|least_load|cache_aware")
       ->capture_default_str();
-  AddKernelFlags(sub, &e.kernels, &e.gemm_activations);
-  sub->add_option("--tuned-config-dir", e.tuned_config_dir,
+  AddKernelFlags(sub, &e.model.kernels, &e.model.gemm_activations);
+  sub->add_option("--tuned-config-dir", e.model.tuned_config_dir,
                   "tuned MoE kernel configs (`mxserve tune moe --output-dir`), searched after the "
                   "shipped configs/moe/");
   sub->add_option("--page-size", e.page_size, "tokens per KV page")->capture_default_str();
@@ -533,8 +531,14 @@ VerbRun SetupServe(CLI::App& app) {
                   "fraction of free memory for the KV pool")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  sub->add_option("--kv-cache-dtype", e.kv_cache_dtype, "auto|bf16|fp8_e4m3|fp8_e4m3fnuz")
-      ->capture_default_str();
+  sub->add_option_function<std::string>(
+      "--kv-cache-dtype",
+      [&e](const std::string& v) {
+        auto d = ParseKvCacheDtype(v);
+        if (!d.ok()) ThrowFlagError("--kv-cache-dtype", d.status());
+        e.kv_cache_dtype = *d;
+      },
+      "auto|bf16|fp8_e4m3|fp8_e4m3fnuz (default auto = bf16)");
   auto* dry_run =
       sub->add_flag("--dry-run", a->dry_run,
                     "print the memory plan (weights by format and where they live, KV bytes per "
@@ -555,15 +559,28 @@ VerbRun SetupServe(CLI::App& app) {
                   "(measured costs); 0: off")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  sub->add_option("--schedule-policy", e.schedule_policy, "fcfs|lpm")->capture_default_str();
+  sub->add_option_function<std::string>(
+      "--schedule-policy",
+      [&e](const std::string& v) {
+        auto p = ParseSchedulePolicy(v);
+        if (!p.ok()) ThrowFlagError("--schedule-policy", p.status());
+        e.schedule_policy = *p;
+      },
+      "fcfs|lpm (default fcfs)");
   sub->add_flag("--disable-radix-cache", e.disable_radix_cache);
-  sub->add_option("--speculative-algorithm", e.speculative_algorithm,
-                  "MTP (aliases EAGLE, NEXTN): speculative decoding with the model's MTP layer");
+  sub->add_option_function<std::string>(
+      "--speculative-algorithm",
+      [&e](const std::string& v) {
+        auto algo = ParseSpeculativeAlgorithm(v);
+        if (!algo.ok()) ThrowFlagError("--speculative-algorithm", algo.status());
+        e.speculative.algorithm = *algo;
+      },
+      "MTP (aliases EAGLE, NEXTN): speculative decoding with the model's MTP layer");
   sub->add_option_function<std::string>(
       "--speculative-num-steps",
       [&e](const std::string& v) {
         if (v == "auto") {
-          e.speculative_num_steps = kSpeculativeStepsAuto;
+          e.speculative.num_steps.reset();
           return;
         }
         int32_t n = 0;
@@ -572,14 +589,14 @@ VerbRun SetupServe(CLI::App& app) {
           throw CLI::ValidationError("--speculative-num-steps",
                                      "expected auto or a count >= 1, got '" + v + "'");
         }
-        e.speculative_num_steps = n;
+        e.speculative.num_steps = n;
       },
       "draft steps per verify, or auto (the default with an algorithm): the engine picks 0 (off) "
       "to --speculative-num-draft-tokens - 1 (default 5) drafts per decode step from measured "
       "costs and acceptance");
-  sub->add_option("--speculative-eagle-topk", e.speculative_eagle_topk, "1 (a draft chain)")
+  sub->add_option("--speculative-eagle-topk", e.speculative.eagle_topk, "1 (a draft chain)")
       ->capture_default_str();
-  sub->add_option("--speculative-num-draft-tokens", e.speculative_num_draft_tokens,
+  sub->add_option("--speculative-num-draft-tokens", e.speculative.num_draft_tokens,
                   "tokens per verify (0: num_steps + 1)")
       ->capture_default_str();
   return [a]() -> int { return RunServe(*a); };

@@ -11,12 +11,10 @@
 
 namespace mx::cli {
 
-Result<server::ModelInfo> DescribeServedModel(const std::string& dir,
-                                              const std::string& kv_cache_dtype) {
+Result<server::ModelInfo> DescribeServedModel(const std::string& dir, KvCacheDtype kv) {
   MX_ASSIGN_OR_RETURN(ModelConfig c,
                       LoadModelConfig((std::filesystem::path(dir) / "config.json").string()));
   MX_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(dir));
-  MX_ASSIGN_OR_RETURN(KvCacheDtype kv, ParseKvCacheDtype(kv_cache_dtype));
   const std::vector<TensorSpec> specs = ExpectedTensors(c);
   const ParamSummary ps = Summarize(c, specs);
   server::ModelInfo info;

@@ -6,13 +6,12 @@
 #include <string>
 
 #include "base/status.h"
+#include "model/kv_store.h"
 #include "server/served_model.h"
 
 namespace mx::cli {
 
-// Errors name the file. `kv_cache_dtype` is the flag's value ("auto" resolves as the engine
-// resolves it).
-Result<server::ModelInfo> DescribeServedModel(const std::string& dir,
-                                              const std::string& kv_cache_dtype);
+// Errors name the file. `kv_cache_dtype` is the engine's (EngineOptions::kv_cache_dtype).
+Result<server::ModelInfo> DescribeServedModel(const std::string& dir, KvCacheDtype kv_cache_dtype);
 
 }  // namespace mx::cli

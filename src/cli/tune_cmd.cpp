@@ -28,8 +28,8 @@ struct TuneArgs {
   std::string dtype;
   std::string tokens = "1,2,4,8,16,32,64,128,256,512";
   std::string output_dir = "configs/moe";
-  std::string kernels;
-  std::string gemm_activations = "bf16";
+  std::optional<KernelLevel> kernels;  // nullopt: this CPU's best
+  GemmActivations gemm_activations = GemmActivations::kBf16;
   int warmup = 1;
   int repeats = 5;
   double max_expert_gib = 2.0;
@@ -159,10 +159,7 @@ VerbRun SetupTune(CLI::App& app) {
       ->capture_default_str();
   moe->add_option("--output-dir", a->output_dir, "where <dtype>-<shape>-<isa>.json is written")
       ->capture_default_str();
-  moe->add_option("--gemm-activations", a->gemm_activations, "fp32|bf16 (as serve)")
-      ->capture_default_str();
-  moe->add_option("--kernels", a->kernels,
-                  "kernel level: ref|avx2|avx512 (default: this CPU's best)");
+  AddKernelFlags(moe, &a->kernels, &a->gemm_activations);
   moe->add_option("--warmup", a->warmup, "untimed runs per candidate after the check run")
       ->capture_default_str();
   moe->add_option("--repeats", a->repeats, "timed runs per candidate (the median is kept)")

@@ -19,10 +19,8 @@ const std::string kBundledModelDir = std::string(MX_SOURCE_DIR) + "/models/glm-m
 // Chat-formatted held-out arithmetic problems for the bundled model (its own template).
 inline std::vector<std::vector<int32_t>> ArithPrompts(int n,
                                                       std::vector<std::string>* answers = nullptr) {
-  auto tc = LoadTokenizerChatConfig(kBundledModelDir);
-  EXPECT_TRUE(tc.ok()) << tc.status().ToString();
-  auto tmpl = ChatTemplate::Parse(tc->chat_template);
-  EXPECT_TRUE(tmpl.ok()) << tmpl.status().ToString();
+  auto format = LoadChatFormat(kBundledModelDir);
+  EXPECT_TRUE(format.ok() && format->has_value()) << format.status().ToString();
   auto tok = tok::Tokenizer::FromFile(kBundledModelDir + "/tokenizer.json");
   EXPECT_TRUE(tok.ok()) << tok.status().ToString();
   std::ifstream f(std::string(MX_TEST_DATA_DIR) + "/arith/heldout.jsonl");
@@ -30,10 +28,8 @@ inline std::vector<std::vector<int32_t>> ArithPrompts(int n,
   std::string line;
   while (static_cast<int>(out.size()) < n && std::getline(f, line)) {
     const auto j = nlohmann::json::parse(line);
-    ChatRequest req;
-    req.messages.push_back({{"role", "user"}, {"content", j["question"].get<std::string>()}});
-    req.kwargs["enable_thinking"] = false;
-    auto text = tmpl->Render(MakeChatContext(req));
+    auto text =
+        (*format)->RenderUser(j["question"].get<std::string>(), {{"enable_thinking", false}});
     EXPECT_TRUE(text.ok()) << text.status().ToString();
     out.push_back(tok->Encode(*text));
     if (answers != nullptr) {  // the number after "####"

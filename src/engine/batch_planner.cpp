@@ -31,10 +31,10 @@ BatchPlanner::BatchPlanner(const SchedulerConfig& cfg, CacheManager& cache,
       costs_(costs),
       new_token_ratio_(kInitNewTokenRatio) {}
 
-ScheduledBatch BatchPlanner::Plan() {
+ScheduledBatch BatchPlanner::Plan(bool want_mtp_rows) {
   ScheduledBatch batch = PlanDecode();
   shape_.decode_rows = std::ssize(batch);
-  PlanPrefill(batch);
+  PlanPrefill(batch, want_mtp_rows);
   shape_.prefill_tokens = 0;
   for (size_t i = static_cast<size_t>(shape_.decode_rows); i < batch.size(); ++i) {
     shape_.prefill_tokens += batch[i].second;
@@ -66,7 +66,7 @@ void BatchPlanner::Retract(size_t i) {
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
   cache_.Release(*r, /*cache=*/true);
   r->drafts.clear();
-  ++stats_.retractions;
+  ++stats_.counters.retractions;
   new_token_ratio_ = std::min(1.0, new_token_ratio_ + kRetractRatioStep);
   waiting_.push_front(std::move(r));
 }
@@ -95,7 +95,7 @@ ScheduledBatch BatchPlanner::PlanDecode() {
   return batch;
 }
 
-void BatchPlanner::PlanPrefill(ScheduledBatch& batch) {
+void BatchPlanner::PlanPrefill(ScheduledBatch& batch, bool want_mtp_rows) {
   int64_t budget = cfg_.chunked_prefill_size;
   if (!batch.empty() && cfg_.max_decode_gap_s > 0.0) {
     budget = costs_.PrefillBudget(cfg_.max_decode_gap_s, cfg_.min_prefill_chunk, budget);
@@ -110,7 +110,7 @@ void BatchPlanner::PlanPrefill(ScheduledBatch& batch) {
   }
   while (budget > 0 && !waiting_.empty() &&
          static_cast<int32_t>(running_.size()) < cfg_.max_running_requests) {
-    if (!TryAdmit(budget, batch)) break;
+    if (!TryAdmit(budget, batch, want_mtp_rows)) break;
   }
 }
 
@@ -143,10 +143,10 @@ size_t BatchPlanner::PickWaiting() {
   return best;
 }
 
-bool BatchPlanner::TryAdmit(int64_t& budget, ScheduledBatch& batch) {
+bool BatchPlanner::TryAdmit(int64_t& budget, ScheduledBatch& batch, bool want_mtp_rows) {
   const size_t wi = PickWaiting();
   ScheduledRequest& r = *waiting_[wi];
-  const RadixCache::MatchResult m = cache_.LockPrefix(CacheableTokens(r));
+  const RadixCache::MatchResult m = cache_.LockPrefix(CacheableTokens(r), want_mtp_rows);
   if (!cache_.CanAdmit(m, EstimatedTokens(r), Reserved())) {
     cache_.UnlockPrefix(m);
     return false;
@@ -157,10 +157,10 @@ bool BatchPlanner::TryAdmit(int64_t& budget, ScheduledBatch& batch) {
   if (!r.admitted) {
     r.admitted = Clock::now();
     r.cached_tokens = m.tokens;
-    stats_.prompt_tokens_total += r.n_prompt;
-    stats_.cached_prompt_tokens_total += m.tokens;
-    ++stats_.radix_lookups;
-    stats_.radix_hit_tokens += m.tokens;
+    stats_.counters.prompt_tokens_total += r.n_prompt;
+    stats_.counters.cached_prompt_tokens_total += m.tokens;
+    ++stats_.counters.radix_lookups;
+    stats_.counters.radix_hit_tokens += m.tokens;
   }
   running_.push_back(std::move(owned));
   const int64_t n = GrowChunk(r, std::min(r.remaining(), budget));

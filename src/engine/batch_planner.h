@@ -41,8 +41,9 @@ class BatchPlanner {
   };
 
   // The next forward's rows: decode first, then prefill chunks. Empty when nothing can run
-  // (the caller decides how to get unstuck).
-  ScheduledBatch Plan();
+  // (the caller decides how to get unstuck). `want_mtp_rows`: admissions reuse a cached prefix
+  // only where its MTP-layer rows were written (CacheManager::LockPrefix).
+  ScheduledBatch Plan(bool want_mtp_rows = true);
   // Moves running[i] back to the head of the queue, caching its computed pages.
   void Retract(size_t running_index);
   // After a step that ran: the reservation ratio decays.
@@ -51,10 +52,10 @@ class BatchPlanner {
 
  private:
   ScheduledBatch PlanDecode();
-  void PlanPrefill(ScheduledBatch& batch);
+  void PlanPrefill(ScheduledBatch& batch, bool want_mtp_rows);
   // Admits one waiting request when its pages fit (with a first chunk when pages allow);
   // false when it does not fit.
-  bool TryAdmit(int64_t& budget, ScheduledBatch& batch);
+  bool TryAdmit(int64_t& budget, ScheduledBatch& batch, bool want_mtp_rows);
   size_t PickWaiting();
   // Pages the running requests are expected to need beyond the ones they hold.
   int64_t Reserved() const;

@@ -38,11 +38,12 @@ int64_t CacheManager::Fit(int64_t seq, int64_t start, int64_t n, int64_t extra_p
   return std::min(n, (held_pages(seq) + extra_pages) * page_size_ - start);
 }
 
-RadixCache::MatchResult CacheManager::LockPrefix(std::span<const int32_t> tokens) {
+RadixCache::MatchResult CacheManager::LockPrefix(std::span<const int32_t> tokens,
+                                                 bool want_mtp_rows) {
   RadixCache::MatchResult m;
   if (!radix_enabled_) return m;
   m = radix_.Match(tokens);
-  if (!mtp_rows_.empty() && want_mtp_rows_ && m.tokens > 0) {
+  if (!mtp_rows_.empty() && want_mtp_rows && m.tokens > 0) {
     const int64_t ok = MtpRowsWritten(m.pages, m.tokens) / page_size_ * page_size_;
     if (ok < m.tokens) m = radix_.Match(tokens.first(ok));
   }

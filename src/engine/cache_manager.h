@@ -45,8 +45,8 @@ class CacheManager {
   // Either Admit the request with it, or UnlockPrefix it.
   // Speculative: cached pages whose MTP-layer rows were not all written (the tail of a request
   // that finished in a verify, or one that ran without drafts) are left out of the prefix (they
-  // are prefilled again) while set_want_mtp_rows(true).
-  RadixCache::MatchResult LockPrefix(std::span<const int32_t> tokens);
+  // are prefilled again) with `want_mtp_rows` (SpecPolicy::WantMtpRows).
+  RadixCache::MatchResult LockPrefix(std::span<const int32_t> tokens, bool want_mtp_rows = true);
   void UnlockPrefix(const RadixCache::MatchResult& prefix);
   // Whether a request of n_tokens that starts from `prefix` fits beside `reserved_pages`
   // (pages promised to the running requests' future tokens).
@@ -72,7 +72,6 @@ class CacheManager {
   // (at most `positions`) that have theirs.
   void MarkMtpRows(const ScheduledRequest& r, int64_t from, int64_t to);
   int64_t MtpRowsWritten(const std::vector<int32_t>& table, int64_t positions) const;
-  void set_want_mtp_rows(bool want) { want_mtp_rows_ = want; }
 
   const PagePool& pool() const { return pool_; }
   const RadixCache& radix() const { return radix_; }
@@ -85,7 +84,6 @@ class CacheManager {
   PagedKvStore kv_;
   RadixCache radix_;
   std::vector<int32_t> mtp_rows_;  // [n_pages] with speculation, else empty
-  bool want_mtp_rows_ = true;
 };
 
 }  // namespace mx

@@ -30,15 +30,15 @@ constexpr char kAnswerSchema[] =
 
 std::unique_ptr<Engine> MakeBundled(int spec_steps, bool overlap_masks = true) {
   EngineOptions o;
-  o.model_dir = kBundledModelDir;
+  o.model.model_dir = kBundledModelDir;
   o.threads = 1;
   o.overlap_masks = overlap_masks;
   o.page_size = 4;
   o.max_total_tokens = 8192;
   o.chunked_prefill_size = 32;  // prompts arrive in chunks
   if (spec_steps > 0) {
-    o.speculative_algorithm = "MTP";
-    o.speculative_num_steps = spec_steps;
+    o.speculative.algorithm = SpeculativeAlgorithm::kMtp;
+    o.speculative.num_steps = spec_steps;
   }
   auto e = CreateEngine(o);
   EXPECT_TRUE(e.ok()) << e.status().ToString();
@@ -176,7 +176,7 @@ std::unique_ptr<Engine> MakeFake(int32_t eos) {
   o.page_size = 4;
   o.max_total_tokens = 4096;
   o.chunked_prefill_size = 8;
-  o.kv_cache_dtype = "f32";  // FakeRunner keeps its hash in a KV row
+  o.kv_cache_dtype = KvCacheDtype::kF32;  // FakeRunner keeps its hash in a KV row
   auto e = CreateEngineWithRunner(o, std::make_unique<FakeRunner>(TinyTestConfig()), std::nullopt,
                                   {eos});
   EXPECT_TRUE(e.ok()) << e.status().ToString();
@@ -353,7 +353,7 @@ TEST(Constraint, GrammarStartsAfterItsStartTokenAndAbortEndsIt) {
   StreamResult ab = Drain(**s);
   EXPECT_FALSE(ab.timed_out);
   EXPECT_TRUE(ab.last.finish == FinishReason::kAbort || ab.last.finish == FinishReason::kStop);
-  EXPECT_TRUE(WaitFor([&] { return e->Stats().running == 0; }, kWaitTimeout,
+  EXPECT_TRUE(WaitFor([&] { return e->Stats().gauges.running == 0; }, kWaitTimeout,
                       "the aborted request to leave the running set"));
 
   // A grammar the vocabulary cannot finish ('Q' is no token): the request ends with an error

@@ -62,53 +62,6 @@ class DpStream final : public RequestStream {
   bool done_ = false;
 };
 
-void AddStats(const EngineStats& s, EngineStats* t) {
-  t->running += s.running;
-  t->queued += s.queued;
-  t->kv_pages_used += s.kv_pages_used;
-  t->kv_pages_total += s.kv_pages_total;
-  t->kv_page_size = s.kv_page_size;
-  t->prompt_tokens_total += s.prompt_tokens_total;
-  t->generation_tokens_total += s.generation_tokens_total;
-  t->cached_prompt_tokens_total += s.cached_prompt_tokens_total;
-  t->radix_lookups += s.radix_lookups;
-  t->radix_hit_tokens += s.radix_hit_tokens;
-  t->requests_finished += s.requests_finished;
-  t->requests_aborted += s.requests_aborted;
-  t->requests_rejected += s.requests_rejected;
-  t->retractions += s.retractions;
-  t->forward_seconds += s.forward_seconds;
-  t->spec_mtp_seconds += s.spec_mtp_seconds;
-  t->spec_mtp_rows += s.spec_mtp_rows;
-  // The mean accept length over all verify steps (weighted by each replica's steps).
-  const int64_t steps = t->spec_verify_steps + s.spec_verify_steps;
-  if (steps > 0) {
-    t->spec_accept_length_mean =
-        (t->spec_accept_length_mean * static_cast<double>(t->spec_verify_steps) +
-         s.spec_accept_length_mean * static_cast<double>(s.spec_verify_steps)) /
-        static_cast<double>(steps);
-  }
-  t->spec_verify_steps = steps;
-  t->spec_drafts_proposed += s.spec_drafts_proposed;
-  t->spec_tokens_accepted += s.spec_tokens_accepted;
-  auto add = [](const std::vector<int64_t>& from, std::vector<int64_t>* to) {
-    if (to->size() < from.size()) to->resize(from.size(), 0);
-    for (size_t i = 0; i < from.size(); ++i) (*to)[i] += from[i];
-  };
-  add(s.spec_proposed_at, &t->spec_proposed_at);
-  add(s.spec_accepted_at, &t->spec_accepted_at);
-  add(s.spec_steps_histogram, &t->spec_steps_histogram);
-  // auto: each replica chooses for its own batch; the group shows the first replica's choice.
-  if (t->spec_steps_histogram.size() == s.spec_steps_histogram.size() && !t->spec_auto) {
-    t->spec_auto = s.spec_auto;
-    t->spec_steps_chosen = s.spec_steps_chosen;
-    t->spec_probe = s.spec_probe;
-    t->spec_estimate_tokens_per_s = s.spec_estimate_tokens_per_s;
-    t->spec_estimate_off_tokens_per_s = s.spec_estimate_off_tokens_per_s;
-    t->spec_estimate_accept_length = s.spec_estimate_accept_length;
-  }
-}
-
 // Unavailable: `what`, then "replica i: <why>" for each replica with a non-ok `why`.
 Status ReplicasUnavailable(const char* what, const std::vector<Status>& why) {
   std::string msg = what;
@@ -206,14 +159,15 @@ class DpEngine final : public Engine {
     std::vector<EngineStats> each;
     for (const auto& e : replicas_) {
       each.push_back(e->Stats());
-      AddStats(each.back(), &total);
+      AddReplicaStats(each.back(), &total);
     }
     std::vector<bool> healthy;
     for (const auto& e : replicas_) healthy.push_back(e->Health().ok());
     MutexLock b(book_->mu);
     for (size_t r = 0; r < each.size(); ++r) {
-      total.dp_replicas.push_back({each[r].running, each[r].queued, each[r].kv_pages_used,
-                                   each[r].kv_pages_total, book_->routed[r], healthy[r]});
+      total.dp_replicas.push_back({each[r].gauges.running, each[r].gauges.queued,
+                                   each[r].gauges.kv_pages_used, each[r].gauges.kv_pages_total,
+                                   book_->routed[r], healthy[r]});
     }
     return total;
   }
@@ -276,14 +230,13 @@ Result<std::unique_ptr<Engine>> CreateDpEngine(const EngineOptions& options, int
   if (dp_size == 1) return CreateEngine(options);
   // Memory: every replica holds its own KV pool and, as an upper bound, its own copy of the
   // weights (repacked MXFP4 weights are per replica; mmapped bf16 ones share the page cache).
-  const int64_t weights = WeightBytes(options.model_dir);
+  const int64_t weights = WeightBytes(options.model.model_dir);
   int64_t kv = 0;
   if (options.max_total_tokens > 0) {
     MX_ASSIGN_OR_RETURN(
         ModelConfig c,
-        LoadModelConfig((std::filesystem::path(options.model_dir) / "config.json").string()));
-    MX_ASSIGN_OR_RETURN(KvCacheDtype dtype, ParseKvCacheDtype(options.kv_cache_dtype));
-    kv = options.max_total_tokens * PagedKvStore::BytesPerToken(c, dtype);
+        LoadModelConfig((std::filesystem::path(options.model.model_dir) / "config.json").string()));
+    kv = options.max_total_tokens * PagedKvStore::BytesPerToken(c, options.kv_cache_dtype);
   }
   const int64_t avail = AvailableMemoryBytes().value_or(-1);  // unknown: no check
   const double need = static_cast<double>(dp_size) * static_cast<double>(weights + kv);
@@ -306,7 +259,7 @@ Result<std::unique_ptr<Engine>> CreateDpEngine(const EngineOptions& options, int
   o.overlap_masks = options.overlap_masks.value_or(total_threads < ThreadPool::HardwareThreads());
   for (int r = 0; r < dp_size; ++r) {
     o.threads = std::max(1, total_threads / dp_size + (r < total_threads % dp_size ? 1 : 0));
-    o.log_moe_tuning = r == 0;
+    o.model.log_moe_tuning = r == 0;
     auto e = CreateEngine(o);
     if (!e.ok()) {
       return e.status().WithContext(fmt::format("--dp {}: replica {}", dp_size, r));
@@ -314,14 +267,15 @@ Result<std::unique_ptr<Engine>> CreateDpEngine(const EngineOptions& options, int
     if (r == 0 && o.max_total_tokens <= 0) {
       // Later replicas get the same pool as the first, whatever it left free.
       const EngineStats s = (*e)->Stats();
-      o.max_total_tokens = s.kv_pages_total * s.kv_page_size;
+      o.max_total_tokens = s.gauges.kv_pages_total * s.gauges.kv_page_size;
     }
     replicas.push_back(std::move(*e));
   }
   const EngineStats s = replicas[0]->Stats();
-  router.max_tree_tokens = std::max<int64_t>(s.kv_pages_total * s.kv_page_size, 4096);
+  router.max_tree_tokens = std::max<int64_t>(s.gauges.kv_pages_total * s.gauges.kv_page_size, 4096);
   MX_LOG_INFO("data parallel: {} replicas ({} threads, {} KV tokens each), load balance {}",
-              dp_size, std::max(1, total_threads / dp_size), s.kv_pages_total * s.kv_page_size,
+              dp_size, std::max(1, total_threads / dp_size),
+              s.gauges.kv_pages_total * s.gauges.kv_page_size,
               LoadBalanceMethodName(router.method));
   return MakeDpEngine(std::move(replicas), router);
 }

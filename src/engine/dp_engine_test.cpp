@@ -56,15 +56,16 @@ class FakeReplica final : public Engine {
   EngineStats Stats() const override {
     std::lock_guard<std::mutex> l(log_->mu);
     EngineStats s;
-    s.running = static_cast<int64_t>(log_->prompts.size() - log_->finished.size());
-    s.prompt_tokens_total = 0;
-    for (const auto& p : log_->prompts) s.prompt_tokens_total += static_cast<int64_t>(p.size());
-    s.kv_pages_total = 100 + tag_;
-    s.kv_pages_used = tag_;
-    s.kv_page_size = 16;
-    s.spec_verify_steps = tag_ + 1;
-    s.spec_accept_length_mean = 1.0 + tag_;
-    s.spec_proposed_at = {tag_ + 1, 1};
+    s.gauges.running = static_cast<int64_t>(log_->prompts.size() - log_->finished.size());
+    s.counters.prompt_tokens_total = 0;
+    for (const auto& p : log_->prompts)
+      s.counters.prompt_tokens_total += static_cast<int64_t>(p.size());
+    s.gauges.kv_pages_total = 100 + tag_;
+    s.gauges.kv_pages_used = tag_;
+    s.gauges.kv_page_size = 16;
+    s.spec.verify_steps = tag_ + 1;
+    s.spec.accept_length_mean = 1.0 + tag_;
+    s.spec.proposed_at = {tag_ + 1, 1};
     return s;
   }
   void FlushCache() override {}
@@ -289,14 +290,14 @@ TEST(DpEngine, StatsSumTheReplicas) {
   auto a = g.dp->Submit(Req({1, 2, 3}));
   auto b = g.dp->Submit(Req({4, 5}));
   EngineStats s = g.dp->Stats();
-  EXPECT_EQ(s.running, 2);
-  EXPECT_EQ(s.prompt_tokens_total, 5);
-  EXPECT_EQ(s.kv_pages_total, 100 + 101);
-  EXPECT_EQ(s.kv_pages_used, 1);
-  EXPECT_EQ(s.kv_page_size, 16);
-  EXPECT_EQ(s.spec_verify_steps, 3);
-  EXPECT_DOUBLE_EQ(s.spec_accept_length_mean, (1.0 * 1 + 2.0 * 2) / 3);
-  EXPECT_EQ(s.spec_proposed_at, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(s.gauges.running, 2);
+  EXPECT_EQ(s.counters.prompt_tokens_total, 5);
+  EXPECT_EQ(s.gauges.kv_pages_total, 100 + 101);
+  EXPECT_EQ(s.gauges.kv_pages_used, 1);
+  EXPECT_EQ(s.gauges.kv_page_size, 16);
+  EXPECT_EQ(s.spec.verify_steps, 3);
+  EXPECT_DOUBLE_EQ(s.spec.accept_length_mean, (1.0 * 1 + 2.0 * 2) / 3);
+  EXPECT_EQ(s.spec.proposed_at, (std::vector<int64_t>{3, 2}));
   ASSERT_EQ(s.dp_replicas.size(), 2u);
   EXPECT_EQ(s.dp_replicas[1].kv_pages_total, 101);
   EXPECT_EQ(s.dp_replicas[0].running, 1);
@@ -394,7 +395,7 @@ TEST(DpEngine, ReplicaWhoseRunnerBreaksIsTakenOutOfRotation) {
   EngineOptions o;
   o.page_size = 4;
   o.max_total_tokens = 1024;
-  o.kv_cache_dtype = "f32";
+  o.kv_cache_dtype = KvCacheDtype::kF32;
   std::vector<std::unique_ptr<Engine>> replicas;
   for (int r = 0; r < 2; ++r) {
     // Replica 0's runner breaks on its first forward; replica 1's never does.
@@ -436,7 +437,7 @@ const std::string kTiny = std::string(MX_TEST_DATA_DIR) + "/tiny";
 
 EngineOptions TinyOptions() {
   EngineOptions o;
-  o.model_dir = kTiny;
+  o.model.model_dir = kTiny;
   o.threads = 2;
   o.page_size = 4;
   o.max_total_tokens = 2048;
@@ -485,7 +486,7 @@ TEST(DpEngine, GreedyTokensEqualOneEngine) {
   EXPECT_EQ(s.dp_replicas[0].requests_routed, 3);
   EXPECT_EQ(s.dp_replicas[1].requests_routed, 3);
   EXPECT_EQ(s.dp_replicas[0].kv_pages_total, 2048 / 4);
-  EXPECT_EQ(s.kv_pages_total, 2 * 2048 / 4);
+  EXPECT_EQ(s.gauges.kv_pages_total, 2 * 2048 / 4);
 }
 
 TEST(DpEngine, RefusesBadDpNamingTheFlag) {

@@ -35,6 +35,78 @@ const char* FinishReasonName(FinishReason r) {
   return "";
 }
 
+void AddReplicaStats(const EngineStats& replica, EngineStats* total) {
+  const EngineGauges& g = replica.gauges;
+  EngineGauges& tg = total->gauges;
+  tg.running += g.running;
+  tg.queued += g.queued;
+  tg.kv_pages_used += g.kv_pages_used;
+  tg.kv_pages_total += g.kv_pages_total;
+  tg.kv_page_size = g.kv_page_size;
+  const EngineCounters& c = replica.counters;
+  EngineCounters& tc = total->counters;
+  tc.prompt_tokens_total += c.prompt_tokens_total;
+  tc.generation_tokens_total += c.generation_tokens_total;
+  tc.cached_prompt_tokens_total += c.cached_prompt_tokens_total;
+  tc.radix_lookups += c.radix_lookups;
+  tc.radix_hit_tokens += c.radix_hit_tokens;
+  tc.requests_finished += c.requests_finished;
+  tc.requests_aborted += c.requests_aborted;
+  tc.requests_rejected += c.requests_rejected;
+  tc.retractions += c.retractions;
+  tc.forward_seconds += c.forward_seconds;
+  const SpeculativeStats& s = replica.spec;
+  SpeculativeStats& t = total->spec;
+  t.mtp_seconds += s.mtp_seconds;
+  t.mtp_rows += s.mtp_rows;
+  // The mean accept length over all verify steps (weighted by each replica's steps).
+  const int64_t steps = t.verify_steps + s.verify_steps;
+  if (steps > 0) {
+    t.accept_length_mean = (t.accept_length_mean * static_cast<double>(t.verify_steps) +
+                            s.accept_length_mean * static_cast<double>(s.verify_steps)) /
+                           static_cast<double>(steps);
+  }
+  t.verify_steps = steps;
+  t.drafts_proposed += s.drafts_proposed;
+  t.tokens_accepted += s.tokens_accepted;
+  auto add = [](const std::vector<int64_t>& from, std::vector<int64_t>* to) {
+    if (to->size() < from.size()) to->resize(from.size(), 0);
+    for (size_t i = 0; i < from.size(); ++i) (*to)[i] += from[i];
+  };
+  add(s.proposed_at, &t.proposed_at);
+  add(s.accepted_at, &t.accepted_at);
+  add(s.steps_histogram, &t.steps_histogram);
+  // auto: each replica chooses for its own batch; the group shows the first replica's choice.
+  if (t.steps_histogram.size() == s.steps_histogram.size() && !t.automatic) {
+    t.automatic = s.automatic;
+    t.steps_chosen = s.steps_chosen;
+    t.probe = s.probe;
+    t.estimate_tokens_per_s = s.estimate_tokens_per_s;
+    t.estimate_off_tokens_per_s = s.estimate_off_tokens_per_s;
+    t.estimate_accept_length = s.estimate_accept_length;
+  }
+}
+
+Result<SchedulePolicy> ParseSchedulePolicy(std::string_view name) {
+  for (SchedulePolicy p : {SchedulePolicy::kFcfs, SchedulePolicy::kLpm}) {
+    if (name == SchedulePolicyName(p)) return p;
+  }
+  return InvalidArgument("schedule_policy '{}': expected fcfs or lpm", name);
+}
+
+const char* SchedulePolicyName(SchedulePolicy p) {
+  return p == SchedulePolicy::kLpm ? "lpm" : "fcfs";
+}
+
+Result<SpeculativeAlgorithm> ParseSpeculativeAlgorithm(std::string_view name) {
+  std::string up(name);
+  std::transform(up.begin(), up.end(), up.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+  if (up.empty()) return SpeculativeAlgorithm::kNone;
+  if (up == "MTP" || up == "EAGLE" || up == "NEXTN") return SpeculativeAlgorithm::kMtp;
+  return InvalidArgument("speculative_algorithm '{}': expected MTP (aliases EAGLE, NEXTN)", name);
+}
+
 namespace {
 
 class Channel final : public ChunkSink {
@@ -160,8 +232,8 @@ class EngineImpl final : public Engine {
   EngineStats Stats() const override {
     MutexLock l(mu_);
     EngineStats s = published_;
-    s.queued += static_cast<int64_t>(inbox_.size());
-    s.requests_rejected = rejected_;
+    s.gauges.queued += static_cast<int64_t>(inbox_.size());
+    s.counters.requests_rejected = rejected_;
     return s;
   }
 
@@ -247,7 +319,7 @@ class EngineImpl final : public Engine {
       {
         MutexLock l(mu_);
         published_ = sched_->stats();
-        queued_ = published_.queued;
+        queued_ = published_.gauges.queued;
       }
       if (done) return;
     }
@@ -290,35 +362,28 @@ struct SpeculativeSetting {
   bool automatic = false;
 };
 
-static Result<SpeculativeSetting> SpeculativeSteps(const EngineOptions& o, const ModelConfig& c) {
-  std::string algo = o.speculative_algorithm;
-  std::transform(algo.begin(), algo.end(), algo.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
-  if (algo.empty()) {
-    if (o.speculative_num_steps != 0 || o.speculative_num_draft_tokens != 0) {
+static Result<SpeculativeSetting> SpeculativeSteps(const SpeculativeOptions& o,
+                                                   const ModelConfig& c) {
+  if (o.algorithm == SpeculativeAlgorithm::kNone) {
+    if (o.num_steps.has_value() || o.num_draft_tokens != 0) {
       return InvalidArgument(
           "speculative_num_steps / speculative_num_draft_tokens need speculative_algorithm MTP "
           "(or its aliases EAGLE, NEXTN)");
     }
     return SpeculativeSetting{};
   }
-  if (algo != "MTP" && algo != "EAGLE" && algo != "NEXTN") {
-    return InvalidArgument("speculative_algorithm '{}': expected MTP (aliases EAGLE, NEXTN)",
-                           o.speculative_algorithm);
-  }
   if (c.num_nextn_predict_layers < 1) {
     return InvalidArgument(
-        "speculative_algorithm {}: the model has no MTP layer (num_nextn_predict_layers = 0)",
-        o.speculative_algorithm);
+        "speculative_algorithm MTP: the model has no MTP layer (num_nextn_predict_layers = 0)");
   }
-  if (o.speculative_eagle_topk != 1) {
+  if (o.eagle_topk != 1) {
     return InvalidArgument(
         "speculative_eagle_topk {}: only 1 (a draft chain) is supported; draft trees (topk > 1) "
         "are not",
-        o.speculative_eagle_topk);
+        o.eagle_topk);
   }
-  if (o.speculative_num_steps == 0 || o.speculative_num_steps == kSpeculativeStepsAuto) {
-    const int32_t n = o.speculative_num_draft_tokens;
+  if (!o.num_steps.has_value()) {
+    const int32_t n = o.num_draft_tokens;
     if (n != 0 && (n < 2 || n > 17)) {
       return InvalidArgument(
           "speculative_num_draft_tokens {} with speculative_num_steps auto: the most tokens per "
@@ -327,15 +392,15 @@ static Result<SpeculativeSetting> SpeculativeSteps(const EngineOptions& o, const
     }
     return SpeculativeSetting{n == 0 ? kSpeculativeAutoMaxSteps : n - 1, true};
   }
-  const int32_t steps = o.speculative_num_steps;
+  const int32_t steps = *o.num_steps;
   if (steps < 1 || steps > 16) {
     return InvalidArgument("speculative_num_steps must be auto or in [1, 16], got {}", steps);
   }
-  if (o.speculative_num_draft_tokens != 0 && o.speculative_num_draft_tokens != steps + 1) {
+  if (o.num_draft_tokens != 0 && o.num_draft_tokens != steps + 1) {
     return InvalidArgument(
         "speculative_num_draft_tokens {} with speculative_num_steps {} and topk 1: a chain "
         "verifies num_steps + 1 = {} tokens",
-        o.speculative_num_draft_tokens, steps, steps + 1);
+        o.num_draft_tokens, steps, steps + 1);
   }
   return SpeculativeSetting{steps, false};
 }
@@ -355,12 +420,9 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
   if (o.max_running_requests < 1) {
     return InvalidArgument("max_running_requests must be >= 1, got {}", o.max_running_requests);
   }
-  if (o.schedule_policy != "fcfs" && o.schedule_policy != "lpm") {
-    return InvalidArgument("schedule_policy '{}': expected fcfs or lpm", o.schedule_policy);
-  }
-  MX_ASSIGN_OR_RETURN(KvCacheDtype dtype, ParseKvCacheDtype(o.kv_cache_dtype));
+  const KvCacheDtype dtype = o.kv_cache_dtype;
   const ModelConfig& c = runner->config();
-  MX_ASSIGN_OR_RETURN(SpeculativeSetting spec, SpeculativeSteps(o, c));
+  MX_ASSIGN_OR_RETURN(SpeculativeSetting spec, SpeculativeSteps(o.speculative, c));
   const int32_t spec_steps = spec.steps;
   const int64_t n_layers = c.num_hidden_layers + (c.num_nextn_predict_layers > 0 ? 1 : 0);
   if (!kv_scales.empty() && static_cast<int64_t>(kv_scales.size()) != n_layers) {
@@ -396,7 +458,7 @@ Result<std::unique_ptr<Engine>> CreateEngineWithRunner(const EngineOptions& o,
   sc.max_running_requests = o.max_running_requests;
   sc.chunked_prefill_size = o.chunked_prefill_size;
   sc.max_decode_gap_s = o.max_decode_gap_ms / 1e3;
-  sc.lpm = o.schedule_policy == "lpm";
+  sc.lpm = o.schedule_policy == SchedulePolicy::kLpm;
   sc.disable_radix_cache = o.disable_radix_cache;
   sc.eos_ids = std::move(eos_ids);
   sc.context_window = c.max_position_embeddings;
@@ -425,12 +487,7 @@ Result<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& o) {
   }
   // Rank 0's shard (the whole model without parallelism); the factory loads the other
   // in-process ranks.
-  ModelLoadOptions lo;
-  lo.model_dir = o.model_dir;
-  lo.kernels = o.kernels;
-  lo.gemm_activations = o.gemm_activations;
-  lo.tuned_config_dir = o.tuned_config_dir;
-  lo.log_moe_tuning = o.log_moe_tuning;
+  ModelLoadOptions lo = o.model;
   lo.shard = ModelShard{0, o.tp, o.expert_parallel && o.tp > 1};
   MX_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(lo));
   std::vector<float> kv_scales = loaded.model->kv_scales();

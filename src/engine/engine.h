@@ -12,10 +12,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
+#include "engine/model_load_options.h"
 #include "engine/sampler.h"
+#include "model/kv_store.h"
 
 namespace mx {
 
@@ -69,11 +72,15 @@ struct TokenLogprob {
 };
 
 // One chunk of output: tokens produced since the previous chunk. The last chunk of a request
-// has finish != kNone. Text is decoded by the consumer (the server's streaming detokenizer);
-// `stop_trim_bytes` tells it how many bytes at the end of the decoded output belong to a
-// matched stop string and must not be shown.
+// has finish != kNone. With a tokenizer the engine decodes each request's output once
+// (engine/output_text.h) and sends the text: text[i] is what tokens[i] completed (whole UTF-8
+// characters; "" for the stop token or EOS that ended the request, which is not shown), and the
+// last chunk's text_tail is what the detokenizer still held. A matched stop string ends the
+// request with `stop_trim_bytes`: how many bytes at the end of the text sent (all chunks' text)
+// belong to the match and must not be shown; text_tail is then empty.
 struct GenerationChunk {
   std::vector<int32_t> tokens;
+  std::vector<std::string> text;               // per token, when the engine has a tokenizer
   std::vector<TokenLogprob> logprobs;          // per token, when requested
   std::vector<std::vector<TokenLogprob>> top;  // per token: top-n alternatives
   FinishReason finish = FinishReason::kNone;
@@ -81,6 +88,7 @@ struct GenerationChunk {
   std::optional<int32_t> matched_stop_token;
   Status error;                     // non-ok: the request failed
   int32_t stop_trim_bytes = 0;      // see above; set with matched_stop
+  std::string text_tail;            // see above; on the last chunk
   std::vector<double> token_times;  // per token: seconds since the request was submitted
   // Filled on the last chunk:
   int32_t prompt_tokens = 0;
@@ -112,12 +120,8 @@ struct DpReplicaStats {
   bool healthy = true;          // false: failed (Engine::Health), out of rotation
 };
 
-struct EngineStats {
-  int64_t running = 0;
-  int64_t queued = 0;
-  int64_t kv_pages_used = 0;
-  int64_t kv_pages_total = 0;
-  int64_t kv_page_size = 0;
+// What the engine counts since it started (monotonic; /metrics exposes them as counters).
+struct EngineCounters {
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
   int64_t cached_prompt_tokens_total = 0;
@@ -127,52 +131,101 @@ struct EngineStats {
   int64_t requests_aborted = 0;
   int64_t requests_rejected = 0;
   int64_t retractions = 0;
-  // Seconds in the target model's forwards (every step's), and with speculative decoding in the
-  // MTP layer's passes (draft-extend with any catch-up, and the draft steps) with the rows they
-  // ran over: what speculation spends besides its verify rows.
-  double forward_seconds = 0;
-  double spec_mtp_seconds = 0;
-  int64_t spec_mtp_rows = 0;
-  // Speculative decoding (all 0 when off): verify steps (one per request and decode forward),
-  // drafts proposed and accepted, and per draft position i (0 = the first draft) how often one
-  // was proposed and accepted. Mean accept length = tokens per verify step, bonus included.
-  double spec_accept_length_mean = 0;
-  int64_t spec_verify_steps = 0;
-  int64_t spec_drafts_proposed = 0;
-  int64_t spec_tokens_accepted = 0;
-  std::vector<int64_t> spec_proposed_at;
-  std::vector<int64_t> spec_accepted_at;
+  double forward_seconds = 0;  // in the target model's forwards (every step's)
+};
+
+// The engine's state now.
+struct EngineGauges {
+  int64_t running = 0;
+  int64_t queued = 0;
+  int64_t kv_pages_used = 0;
+  int64_t kv_pages_total = 0;
+  int64_t kv_page_size = 0;
+};
+
+// Speculative decoding (all 0 when off).
+struct SpeculativeStats {
+  // Seconds in the MTP layer's passes (draft-extend with any catch-up, and the draft steps) and
+  // the rows they ran over: what speculation spends besides its verify rows.
+  double mtp_seconds = 0;
+  int64_t mtp_rows = 0;
+  // Verify steps (one per request and decode forward), drafts proposed and accepted, and per
+  // draft position i (0 = the first draft) how often one was proposed and accepted. Mean
+  // accept length = tokens per verify step, bonus included.
+  double accept_length_mean = 0;
+  int64_t verify_steps = 0;
+  int64_t drafts_proposed = 0;
+  int64_t tokens_accepted = 0;
+  std::vector<int64_t> proposed_at;
+  std::vector<int64_t> accepted_at;
   // The drafts of the last decode step (fixed: the configured steps) and how many decode steps
-  // ran with each count [0..max steps]. spec_auto (--speculative-num-steps auto): whether that
+  // ran with each count [0..max steps]. automatic (--speculative-num-steps auto): whether that
   // step was a probe, and the chooser's estimates for it: tokens/s with those drafts and with
   // none, and tokens per verify.
-  bool spec_auto = false;
-  int32_t spec_steps_chosen = 0;
-  bool spec_probe = false;
-  double spec_estimate_tokens_per_s = 0;
-  double spec_estimate_off_tokens_per_s = 0;
-  double spec_estimate_accept_length = 0;
-  std::vector<int64_t> spec_steps_histogram;
-  // Data parallelism (--dp > 1): every field above sums the replicas; this lists each one.
+  bool automatic = false;
+  int32_t steps_chosen = 0;
+  bool probe = false;
+  double estimate_tokens_per_s = 0;
+  double estimate_off_tokens_per_s = 0;
+  double estimate_accept_length = 0;
+  std::vector<int64_t> steps_histogram;
+};
+
+// What Engine::Stats reports. server/metrics.cpp's one table says how each field is exported
+// (/metrics, /get_server_info and the web page read that table).
+struct EngineStats {
+  EngineGauges gauges;
+  EngineCounters counters;
+  SpeculativeStats spec;
+  // Data parallelism (--dp > 1): every field above sums the replicas (AddReplicaStats); this
+  // lists each one.
   std::vector<DpReplicaStats> dp_replicas;
 };
 
-inline constexpr int32_t kSpeculativeStepsAuto = -1;
+// Adds one data-parallel replica's stats into a group's `total`: counters and gauges sum, the
+// mean accept length is weighted by verify steps, per-position and per-step vectors add
+// elementwise, and the speculative `auto` choice shown is the first replica's.
+void AddReplicaStats(const EngineStats& replica, EngineStats* total);
+
+// With --speculative-num-steps auto and no --speculative-num-draft-tokens: the most drafts.
 inline constexpr int32_t kSpeculativeAutoMaxSteps = 5;
 
+// Which requests a step admits first: in arrival order, or those with the longest cached prefix.
+enum class SchedulePolicy { kFcfs, kLpm };
+Result<SchedulePolicy> ParseSchedulePolicy(std::string_view name);  // fcfs|lpm
+const char* SchedulePolicyName(SchedulePolicy p);
+
+enum class SpeculativeAlgorithm { kNone, kMtp };
+// "" = none; MTP and its aliases EAGLE, NEXTN (any case). An error names the value.
+Result<SpeculativeAlgorithm> ParseSpeculativeAlgorithm(std::string_view name);
+
+// Speculative decoding with the model's MTP layer (sglang's flags): num_steps nullopt = auto:
+// 0..num_draft_tokens-1 drafts (default 0..kSpeculativeAutoMaxSteps) chosen per decode step
+// (engine/spec_chooser.h); eagle_topk must be 1 (a chain); with a fixed num_steps,
+// num_draft_tokens 0 = num_steps + 1, otherwise it must equal that.
+struct SpeculativeOptions {
+  SpeculativeAlgorithm algorithm = SpeculativeAlgorithm::kNone;
+  std::optional<int32_t> num_steps;  // nullopt: auto (with an algorithm)
+  int32_t eagle_topk = 1;
+  int32_t num_draft_tokens = 0;
+};
+
 // Flags with sglang's names and meanings (the CLI maps --page-size, --max-total-tokens, ...).
+// Strings from the command line are parsed into these types where they are read (src/cli).
 struct EngineOptions {
-  std::string model_dir;
+  // The model directory, kernels, tuned MoE configs (--tuned-config-dir: looked up after the
+  // configs built in from configs/moe/; without one the MoE runs its untuned default and the
+  // log says how to tune it) and whether to log that (--dp: the first replica says it for all).
+  // CreateEngine sets model.shard from tp / expert_parallel.
+  ModelLoadOptions model;
   int threads = 0;  // 0 = one per core
   // Structured-output masks computed on a thread beside the forward (SchedulerConfig); unset:
   // when the forward's threads leave a core idle.
   std::optional<bool> overlap_masks;
-  std::string kernels;                    // "" = best for this CPU; ref|avx2|avx512
-  std::string gemm_activations = "bf16";  // fp32|bf16: kernels.h GemmActivations
-  int64_t page_size = 64;                 // tokens per KV page
-  int64_t max_total_tokens = 0;           // KV capacity in tokens; 0 = from mem_fraction
-  double mem_fraction = 0.3;            // of free memory for the KV pool when max_total_tokens == 0
-  std::string kv_cache_dtype = "auto";  // auto|bf16|fp8_e4m3|fp8_e4m3fnuz (f32: exact, tests)
+  int64_t page_size = 64;        // tokens per KV page
+  int64_t max_total_tokens = 0;  // KV capacity in tokens; 0 = from mem_fraction
+  double mem_fraction = 0.3;     // of free memory for the KV pool when max_total_tokens == 0
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::kBf16;  // --kv-cache-dtype auto = bf16
   int32_t max_running_requests = 64;
   int32_t max_queued_requests = 1024;  // beyond: Submit returns ResourceExhausted
   int64_t chunked_prefill_size = 512;  // prefill tokens per step
@@ -180,22 +233,9 @@ struct EngineOptions {
   // say ends the step within this many milliseconds (engine/step_costs.h), so a long prompt
   // cannot starve the streams; 0: off (chunked_prefill_size every step).
   double max_decode_gap_ms = 0.0;
-  std::string schedule_policy = "fcfs";  // fcfs|lpm
+  SchedulePolicy schedule_policy = SchedulePolicy::kFcfs;
   bool disable_radix_cache = false;
-  // Speculative decoding with the model's MTP layer (sglang's flags): algorithm "" = off, or
-  // MTP (aliases EAGLE, NEXTN); num_steps kSpeculativeStepsAuto (and 0, with an algorithm) =
-  // auto: 0..num_draft_tokens-1 drafts (default 0..kSpeculativeAutoMaxSteps) chosen per decode
-  // step (engine/spec_chooser.h); topk must be 1 (a chain); with a fixed num_steps,
-  // num_draft_tokens 0 = num_steps + 1, otherwise it must equal that.
-  std::string speculative_algorithm;
-  int32_t speculative_num_steps = 0;
-  int32_t speculative_eagle_topk = 1;
-  int32_t speculative_num_draft_tokens = 0;
-  // Tuned MoE kernel configs (tune/moe_tuning.h): looked up in the configs built in from the
-  // repository's configs/moe/, then here; without one the MoE runs its untuned default and the
-  // log says how to tune it.
-  std::string tuned_config_dir;
-  bool log_moe_tuning = true;  // that log line (--dp: the first replica says it for all)
+  SpeculativeOptions speculative;
   // Tensor / expert parallelism (engine/tp_runner.h): a group of `tp` model shards, MoE split
   // by width or, with expert_parallel, by whole experts. tp_comm null: the ranks are threads of
   // this process; else rank 0's communicator of a group of that size (MPI), whose other ranks
@@ -241,8 +281,8 @@ class Engine {
   virtual Status Health() const { return Status::Ok(); }
 };
 
-// Loads the model (and its tokenizer.json when present, for stop strings) and starts the
-// engine loop thread. Errors name the file, tensor or flag that is wrong.
+// Loads the model (and its tokenizer.json when present: output text and stop strings) and
+// starts the engine loop thread. Errors name the file, tensor or flag that is wrong.
 Result<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options);
 
 }  // namespace mx

@@ -20,7 +20,7 @@ EngineOptions SmallOptions() {
   o.max_total_tokens = 1024;
   o.max_running_requests = 2;  // the rest of a burst waits in the queue
   o.chunked_prefill_size = 64;
-  o.kv_cache_dtype = "f32";
+  o.kv_cache_dtype = KvCacheDtype::kF32;
   return o;
 }
 

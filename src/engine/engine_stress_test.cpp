@@ -23,8 +23,8 @@ TEST(EngineStress, TenThousandRandomRequestsTinyPool) {
   o.max_running_requests = 16;
   o.max_queued_requests = 20000;
   o.chunked_prefill_size = 24;
-  o.kv_cache_dtype = "f32";
-  o.schedule_policy = "lpm";
+  o.kv_cache_dtype = KvCacheDtype::kF32;
+  o.schedule_policy = SchedulePolicy::kLpm;
   auto e = CreateEngineWithRunner(o, std::move(runner), std::nullopt, {300, 307, 309});
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   Engine& engine = **e;
@@ -92,19 +92,19 @@ TEST(EngineStress, TenThousandRandomRequestsTinyPool) {
   WaitFor(
       [&] {
         const EngineStats s = engine.Stats();
-        return s.kv_pages_used == 0 && s.running == 0 && s.queued == 0;
+        return s.gauges.kv_pages_used == 0 && s.gauges.running == 0 && s.gauges.queued == 0;
       },
       kWaitTimeout, "an idle engine with every page free");
   const EngineStats st = engine.Stats();
-  EXPECT_EQ(st.kv_pages_used, 0) << "leaked pages";
-  EXPECT_EQ(st.requests_finished, finished);
-  EXPECT_EQ(st.requests_aborted, aborted);
-  EXPECT_GT(st.retractions, 0);
-  EXPECT_GT(st.radix_hit_tokens, 0);
+  EXPECT_EQ(st.gauges.kv_pages_used, 0) << "leaked pages";
+  EXPECT_EQ(st.counters.requests_finished, finished);
+  EXPECT_EQ(st.counters.requests_aborted, aborted);
+  EXPECT_GT(st.counters.retractions, 0);
+  EXPECT_GT(st.counters.radix_hit_tokens, 0);
   std::printf("stress: %d finished, %d aborted, %lld retractions, hit rate %.2f, %lld steps\n",
-              finished, aborted, static_cast<long long>(st.retractions),
-              static_cast<double>(st.radix_hit_tokens) /
-                  static_cast<double>(std::max<int64_t>(1, st.prompt_tokens_total)),
+              finished, aborted, static_cast<long long>(st.counters.retractions),
+              static_cast<double>(st.counters.radix_hit_tokens) /
+                  static_cast<double>(std::max<int64_t>(1, st.counters.prompt_tokens_total)),
               static_cast<long long>(fake->calls.load()));
 }
 

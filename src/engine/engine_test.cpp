@@ -4,6 +4,7 @@
 // tolerance of bf16; seeds, stop strings / token ids / EOS, min/max tokens, logprobs, abort,
 // overload and argument errors.
 #include "engine/engine.h"
+#include "kv/paged_kv_store.h"
 
 #include <gtest/gtest.h>
 
@@ -28,7 +29,7 @@ const std::string kTiny = std::string(MX_TEST_DATA_DIR) + "/tiny";
 
 EngineOptions TinyOptions() {
   EngineOptions o;
-  o.model_dir = kTiny;
+  o.model.model_dir = kTiny;
   o.threads = 1;
   o.page_size = 4;
   o.max_total_tokens = 4096;
@@ -81,7 +82,7 @@ std::vector<int32_t> ReferenceGreedy(const std::vector<int32_t>& prompt, int n) 
 
 TEST(Engine, GreedyMatchesAPlainForwardLoop) {
   EngineOptions o = TinyOptions();
-  o.kv_cache_dtype = "f32";
+  o.kv_cache_dtype = KvCacheDtype::kF32;
   auto e = Make(o);
   std::mt19937 rng(1);
   for (int len : {1, 5, 23}) {
@@ -120,7 +121,7 @@ TEST(Engine, GreedyIsTheSameAloneBatchedChunkedCachedAndRetracted) {
         StreamResult again = RunOne(*e, Greedy(target, kOut));
         EXPECT_EQ(again.tokens, alone) << "cache hit, chunk " << chunk;
         EXPECT_EQ(again.last.cached_tokens, 36);  // page-aligned, all but the last token
-        EXPECT_GT(e->Stats().radix_hit_tokens, 0);
+        EXPECT_GT(e->Stats().counters.radix_hit_tokens, 0);
       }
     }
   }
@@ -134,7 +135,7 @@ TEST(Engine, GreedyIsTheSameAloneBatchedChunkedCachedAndRetracted) {
   }
   EXPECT_EQ(RunOne(*e, Greedy(target, kOut)).tokens, alone) << "with retractions";
   for (auto& s : others) EXPECT_EQ(Drain(*s).tokens.size(), 60u);
-  EXPECT_GT(e->Stats().retractions, 0);
+  EXPECT_GT(e->Stats().counters.retractions, 0);
 }
 
 // The logprob bf16 KV gives its own greedy token after `prompt`, and the logprob the other
@@ -174,14 +175,14 @@ TEST(Engine, KvScalesFromTheCheckpoint) {
   ASSERT_TRUE(w.WriteFile((dir / "model-2.safetensors").string()).ok());
   std::mt19937 rng(9);
   const GenerationRequest req = Greedy(RandomPrompt(rng, 12), 12);
-  auto run = [&](const std::string& model, const std::string& kv) {
+  auto run = [&](const std::string& model, KvCacheDtype kv) {
     EngineOptions o = TinyOptions();
-    o.model_dir = model;
+    o.model.model_dir = model;
     o.kv_cache_dtype = kv;
     return RunOne(*Make(o), req).tokens;
   };
-  EXPECT_EQ(run(dir.string(), "bf16"), run(kTiny, "bf16"));
-  EXPECT_NE(run(dir.string(), "fp8_e4m3"), run(kTiny, "fp8_e4m3"));
+  EXPECT_EQ(run(dir.string(), KvCacheDtype::kBf16), run(kTiny, KvCacheDtype::kBf16));
+  EXPECT_NE(run(dir.string(), KvCacheDtype::kFp8E4M3Fn), run(kTiny, KvCacheDtype::kFp8E4M3Fn));
 }
 
 TEST(Engine, Fp8KvStaysCloseToBf16) {
@@ -193,11 +194,11 @@ TEST(Engine, Fp8KvStaysCloseToBf16) {
   // KV dtype's own effect that this test bounds.
   std::mt19937 rng(3);
   EngineOptions o = TinyOptions();
-  o.gemm_activations = "fp32";
+  o.model.gemm_activations = GemmActivations::kFp32;
   auto bf16 = Make(o);
-  o.kv_cache_dtype = "fp8_e4m3";
+  o.kv_cache_dtype = KvCacheDtype::kFp8E4M3Fn;
   auto fp8 = Make(o);
-  o.kv_cache_dtype = "f32";
+  o.kv_cache_dtype = KvCacheDtype::kF32;
   auto f32 = Make(o);
   double worst8 = 0, worst32 = 0, sum8 = 0;
   constexpr int kPrompts = 24;
@@ -269,6 +270,11 @@ TEST(Engine, StopStringsAcrossTokenBoundariesAndStopTokens) {
   const std::string got = tk->Decode(s.tokens);
   ASSERT_GE(got.size(), static_cast<size_t>(s.last.stop_trim_bytes));
   EXPECT_EQ(got.substr(0, got.size() - s.last.stop_trim_bytes), text.substr(0, at));
+  // The engine's own text (decoded once, sent with the chunks) trims the same way.
+  ASSERT_GE(s.text.size(), static_cast<size_t>(s.last.stop_trim_bytes));
+  EXPECT_EQ(s.text.substr(0, s.text.size() - s.last.stop_trim_bytes), text.substr(0, at));
+  // Without a stop, the text is the whole output decoded.
+  EXPECT_EQ(RunOne(*e, Greedy(prompt, 24)).text, text);
 
   GenerationRequest t = Greedy(prompt, 24);
   t.stop_token_ids = {full[5]};
@@ -276,6 +282,8 @@ TEST(Engine, StopStringsAcrossTokenBoundariesAndStopTokens) {
   EXPECT_EQ(st.last.finish, FinishReason::kStop);
   EXPECT_EQ(st.last.matched_stop_token, full[5]);
   EXPECT_EQ(st.tokens.back(), full[5]);
+  // The stop token is not shown: the text is the tokens before it.
+  EXPECT_EQ(st.text, tk->Decode(std::vector<int32_t>(st.tokens.begin(), st.tokens.end() - 1)));
   EXPECT_LE(st.tokens.size(), 6u);
   // min_tokens: the stop token is masked until then, so the output differs but is long enough.
   t.min_tokens = 10;
@@ -341,12 +349,12 @@ TEST(Engine, AbortQueuedAndRunningReleasesPages) {
   WaitFor(
       [&] {
         const EngineStats s = e->Stats();
-        return s.kv_pages_used == 0 && s.requests_aborted == 2;
+        return s.gauges.kv_pages_used == 0 && s.counters.requests_aborted == 2;
       },
       kWaitTimeout, "both aborted requests' pages released");
   const EngineStats st = e->Stats();
-  EXPECT_EQ(st.kv_pages_used, 0);
-  EXPECT_EQ(st.requests_aborted, 2);
+  EXPECT_EQ(st.gauges.kv_pages_used, 0);
+  EXPECT_EQ(st.counters.requests_aborted, 2);
 }
 
 TEST(Engine, OverloadAndBadRequestsAreStatuses) {
@@ -365,7 +373,7 @@ TEST(Engine, OverloadAndBadRequestsAreStatuses) {
     }
   }
   EXPECT_EQ(last, StatusCode::kResourceExhausted);
-  EXPECT_GE(e->Stats().requests_rejected, 1);
+  EXPECT_GE(e->Stats().counters.requests_rejected, 1);
   EXPECT_EQ(e->Submit(Greedy({}, 4)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(e->Submit(Greedy({1, 320}, 4)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(e->Submit(Greedy({1}, 600)).status().code(), StatusCode::kInvalidArgument);
@@ -375,11 +383,14 @@ TEST(Engine, OverloadAndBadRequestsAreStatuses) {
   e->Shutdown(std::chrono::milliseconds(0));
   for (auto& s : keep) EXPECT_EQ(Drain(*s).last.finish, FinishReason::kAbort);
   EXPECT_EQ(e->Submit(Greedy({1}, 4)).status().code(), StatusCode::kUnavailable);
+  // Option strings are parsed at the edge (the CLI), and an unknown one is named.
+  EXPECT_EQ(ParseKvCacheDtype("int3").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(ParseKvCacheDtype("int3").status().message().find("'int3'"), std::string::npos);
+  EXPECT_EQ(ParseSchedulePolicy("random").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(ParseSchedulePolicy("random").status().message().find("'random'"), std::string::npos);
+  EXPECT_EQ(*ParseSchedulePolicy("lpm"), SchedulePolicy::kLpm);
   EngineOptions bad = TinyOptions();
-  bad.kv_cache_dtype = "int3";
-  EXPECT_EQ(CreateEngine(bad).status().code(), StatusCode::kInvalidArgument);
-  bad = TinyOptions();
-  bad.schedule_policy = "random";
+  bad.page_size = 0;
   EXPECT_EQ(CreateEngine(bad).status().code(), StatusCode::kInvalidArgument);
 }
 

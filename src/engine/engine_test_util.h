@@ -25,6 +25,7 @@ struct StreamResult {
   std::vector<int32_t> tokens;
   std::vector<TokenLogprob> logprobs;
   std::vector<std::vector<TokenLogprob>> top;
+  std::string text;  // the engine's text: every chunk's pieces, then the last one's tail
   GenerationChunk last;
   bool timed_out = false;
 };
@@ -41,6 +42,8 @@ inline StreamResult Drain(RequestStream& s,
     r.tokens.insert(r.tokens.end(), c->tokens.begin(), c->tokens.end());
     r.logprobs.insert(r.logprobs.end(), c->logprobs.begin(), c->logprobs.end());
     r.top.insert(r.top.end(), c->top.begin(), c->top.end());
+    for (const std::string& piece : c->text) r.text += piece;
+    r.text += c->text_tail;
     if (c->finish != FinishReason::kNone) {
       r.last = std::move(*c);
       return r;

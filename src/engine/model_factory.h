@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/model_load_options.h"
 #include "engine/model_runner.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
@@ -20,23 +21,6 @@
 #include "tune/moe_tuning.h"
 
 namespace mx {
-
-enum class TokenizerLoad {
-  kIfPresent,  // <dir>/tokenizer.json when it exists (stop strings), else none
-  kRequired,   // an error names the file when it is missing or malformed
-  kNone,       // not read (ids in, ids out)
-};
-
-struct ModelLoadOptions {
-  std::string model_dir;
-  std::string kernels;  // "" = this CPU's best; ref|avx2|avx512 (kernels.h ResolveKernels)
-  std::string gemm_activations = "bf16";  // fp32|bf16 (kernels.h GemmActivations; serve's default)
-  std::string tuned_config_dir;  // tuned MoE configs, searched after the shipped configs/moe/
-  bool untuned_moe = false;      // run the MoE on its untuned default (no config lookup)
-  bool log_moe_tuning = true;    // LogMoeTuning: which MoE config runs (once per load)
-  ModelShard shard;              // default: the whole model
-  TokenizerLoad tokenizer = TokenizerLoad::kIfPresent;
-};
 
 struct LoadedModel {
   std::string model_dir;

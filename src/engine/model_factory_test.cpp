@@ -55,21 +55,27 @@ TEST(ModelFactory, LoadsKernelsModelEosTokenizerAndMoeConfigs) {
   EXPECT_FALSE(untuned.moe.tuned);
   EXPECT_FALSE(untuned.tokenizer.has_value());
 
-  LoadedModel ref = MustLoad({.model_dir = kTiny, .kernels = "ref", .gemm_activations = "fp32"});
+  LoadedModel ref = MustLoad({.model_dir = kTiny,
+                              .kernels = KernelLevel::kRef,
+                              .gemm_activations = GemmActivations::kFp32});
   EXPECT_EQ(ref.kernels->level, KernelLevel::kRef);
   EXPECT_EQ(ref.kernels->bf16_activations, GemmActivations::kFp32);
 }
 
 TEST(ModelFactory, ErrorsNameTheFlagOrFile) {
-  auto bad_level = LoadModel({.model_dir = kTiny, .kernels = "avx9"});
+  // The flags are parsed where they are read (kernels.h); an unknown value is named.
+  auto bad_level = ParseKernelLevel("avx9");
   ASSERT_FALSE(bad_level.ok());
   EXPECT_EQ(bad_level.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad_level.status().message().find("--kernels"), std::string::npos);
   EXPECT_NE(bad_level.status().message().find("avx9"), std::string::npos);
+  EXPECT_EQ(*ParseKernelLevel("avx2"), KernelLevel::kAvx2);
+  EXPECT_FALSE(ParseKernelLevel("")->has_value());  // this CPU's best
 
-  auto bad_acts = LoadModel({.model_dir = kTiny, .gemm_activations = "int4"});
+  auto bad_acts = ParseGemmActivations("int4");
   ASSERT_FALSE(bad_acts.ok());
   EXPECT_NE(bad_acts.status().message().find("int4"), std::string::npos);
+  EXPECT_EQ(*ParseGemmActivations("fp32"), GemmActivations::kFp32);
 
   auto missing = LoadModel({.model_dir = "/nonexistent/model"});
   EXPECT_FALSE(missing.ok());

@@ -26,7 +26,7 @@ void OutputProcessor::Init(ScheduledRequest& r) const {
     r.penalty.seen.assign(vocab_, 0);
     for (int32_t t : q.prompt) r.penalty.seen[t] = 1;
   }
-  if (tokenizer_ != nullptr && !q.stop.empty()) r.stop.emplace(*tokenizer_, q.stop);
+  if (tokenizer_ != nullptr) r.text.emplace(*tokenizer_, q.stop);
   if (q.constraint) {
     r.constraint.emplace(q.constraint, q.constraint_after_token, q.constraint_repeats);
   }
@@ -84,20 +84,34 @@ std::optional<OutputProcessor::Ending> OutputProcessor::Append(
   }
 
   const int32_t n_out = r.n_output();
-  std::optional<StopMatcher::Match> sm;
-  if (r.stop) sm = r.stop->Push(token);
-  if (n_out >= q.min_tokens) {
-    if (Contains(q.stop_token_ids, token) || (!q.ignore_eos && Contains(eos_ids_, token))) {
-      r.pending.matched_stop_token = token;
+  if (n_out >= q.min_tokens &&
+      (Contains(q.stop_token_ids, token) || (!q.ignore_eos && Contains(eos_ids_, token)))) {
+    // The stop token is not decoded: it is not shown.
+    if (r.text) r.pending.text.emplace_back();
+    r.pending.matched_stop_token = token;
+    return Ending{FinishReason::kStop, Status::Ok()};
+  }
+  const bool constraint_done = r.constraint && r.constraint->Terminated();
+  if (r.text) {
+    // A token that completes the constraint ends the request unshown (unless a stop string
+    // matches first): its text is dropped and the detokenizer kept as it was before it.
+    std::optional<OutputText> before;
+    if (constraint_done) before = *r.text;
+    OutputText::Piece p = r.text->Push(token);
+    if (p.stop && n_out >= q.min_tokens) {
+      r.pending.text.push_back(std::move(p.text));
+      r.pending.matched_stop = p.stop->stop;
+      r.pending.stop_trim_bytes = p.stop->trim_bytes;
       return Ending{FinishReason::kStop, Status::Ok()};
     }
-    if (sm) {
-      r.pending.matched_stop = sm->stop;
-      r.pending.stop_trim_bytes = sm->trim_bytes;
-      return Ending{FinishReason::kStop, Status::Ok()};
+    if (constraint_done) {
+      r.text = std::move(before);
+      r.pending.text.emplace_back();
+    } else {
+      r.pending.text.push_back(std::move(p.text));
     }
   }
-  if (r.constraint && r.constraint->Terminated()) {  // complete (even with ignore_eos)
+  if (constraint_done) {  // complete (even with ignore_eos)
     r.pending.matched_stop_token = token;
     return Ending{FinishReason::kStop, Status::Ok()};
   }

@@ -14,14 +14,9 @@ Scheduler::Scheduler(SchedulerConfig cfg, ModelRunner& runner, const tok::Tokeni
       vocab_(runner.config().vocab_size),
       cache_(runner.config(), cfg_),
       output_(cfg_, vocab_, tokenizer_),
+      spec_(cfg_.spec_steps, cfg_.spec_auto, cfg_.spec_chooser, cfg_.spec_schedule),
       planner_(cfg_, cache_, waiting_, running_, stats_, step_costs_) {
-  if (cfg_.spec_steps > 0) stats_.spec_steps_histogram.assign(cfg_.spec_steps + 1, 0);
-  if (cfg_.spec_steps > 0 && cfg_.spec_auto) {
-    SpecChooserOptions o = cfg_.spec_chooser;
-    o.max_steps = cfg_.spec_steps;
-    chooser_.emplace(o);
-    stats_.spec_auto = true;
-  }
+  if (cfg_.spec_steps > 0) stats_.spec.steps_histogram.assign(cfg_.spec_steps + 1, 0);
 }
 
 Scheduler::~Scheduler() { AbortAll(Status(StatusCode::kAborted, "the engine was destroyed")); }
@@ -75,12 +70,13 @@ void Scheduler::Finish(Request& r, FinishReason reason, Status error) {
   c.queue_seconds = r.SecondsTo(r.admitted.value_or(now));
   c.ttft_seconds = r.first_token ? r.SecondsTo(*r.first_token) : 0.0;
   c.e2e_seconds = r.SecondsTo(now);
+  if (r.text && c.matched_stop.empty()) c.text_tail = r.text->Finish();
   if (reason == FinishReason::kAbort) {
-    ++stats_.requests_aborted;
+    ++stats_.counters.requests_aborted;
   } else {
-    ++stats_.requests_finished;
+    ++stats_.counters.requests_finished;
   }
-  stats_.generation_tokens_total += r.n_output();
+  stats_.counters.generation_tokens_total += r.n_output();
   cache_.Release(r, /*cache=*/c.error.ok());
   r.done = true;
   Emit(r, /*final=*/true);
@@ -122,9 +118,8 @@ bool Scheduler::Step() {
 
   // 2. Decode rows, then prefill chunks and admissions (a cache hit needs its MTP rows only
   // where the request may draft).
-  if (chooser_) cache_.set_want_mtp_rows(cfg_.spec_schedule || chooser_->KeepMtp(1));
   const Clock::time_point step_start = Clock::now();
-  const ScheduledBatch batch = planner_.Plan();
+  const ScheduledBatch batch = planner_.Plan(spec_.WantMtpRows());
   if (batch.empty()) {
     if (running_.size() > 1) {
       planner_.Retract(running_.size() - 1);  // everyone is stuck on pages: make room
@@ -193,7 +188,7 @@ void Scheduler::PlainForward(const ScheduledBatch& batch) {
   const Clock::time_point t0 = Clock::now();
   auto logits = runner_.Forward(MakeBatch(batch), cache_.kv());
   prefetch_.Wait();
-  stats_.forward_seconds += SecondsSince(t0);
+  stats_.counters.forward_seconds += SecondsSince(t0);
   if (!logits.ok()) {
     ForwardFailed(logits.status());
     for (auto [r, n] : batch) Finish(*r, FinishReason::kAbort, logits.status());
@@ -208,25 +203,16 @@ void Scheduler::PlainForward(const ScheduledBatch& batch) {
 
 EngineStats Scheduler::stats() const {
   EngineStats s = stats_;
-  s.running = running();
-  s.queued = waiting();
-  s.kv_pages_used = cache_.pool().used_pages();
-  s.kv_pages_total = cache_.pool().total_pages();
-  s.kv_page_size = cfg_.page_size;
-  for (const auto& r : running_) s.generation_tokens_total += r->n_output();
-  if (chooser_) {
-    const SpecChooser::Decision& d = chooser_->last();
-    s.spec_steps_chosen = d.steps;
-    s.spec_probe = d.probe;
-    s.spec_estimate_tokens_per_s = d.tokens_per_s;
-    s.spec_estimate_off_tokens_per_s = d.off_tokens_per_s;
-    s.spec_estimate_accept_length = d.accept_length;
-  } else if (cfg_.spec_steps > 0) {
-    s.spec_steps_chosen = cfg_.spec_steps;
-  }
-  if (s.spec_verify_steps > 0) {
-    s.spec_accept_length_mean = static_cast<double>(s.spec_verify_steps + s.spec_tokens_accepted) /
-                                static_cast<double>(s.spec_verify_steps);
+  s.gauges.running = running();
+  s.gauges.queued = waiting();
+  s.gauges.kv_pages_used = cache_.pool().used_pages();
+  s.gauges.kv_pages_total = cache_.pool().total_pages();
+  s.gauges.kv_page_size = cfg_.page_size;
+  for (const auto& r : running_) s.counters.generation_tokens_total += r->n_output();
+  spec_.FillStats(&s.spec);
+  if (s.spec.verify_steps > 0) {
+    s.spec.accept_length_mean = static_cast<double>(s.spec.verify_steps + s.spec.tokens_accepted) /
+                                static_cast<double>(s.spec.verify_steps);
   }
   return s;
 }

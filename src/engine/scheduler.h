@@ -36,6 +36,7 @@
 #include "engine/output_processor.h"
 #include "engine/request_constraint.h"
 #include "engine/scheduler_request.h"
+#include "engine/spec_policy.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mx {
@@ -126,9 +127,8 @@ class Scheduler {
   std::vector<ReqPtr> running_;  // in admission order
   std::vector<RequestId> aborts_;
   EngineStats stats_;
-  std::optional<SpecChooser> chooser_;  // spec_auto
-  int64_t spec_decode_steps_ = 0;       // decode steps drafted for (spec_schedule's step)
-  StepCosts step_costs_;                // each step's time, for the planner's prefill budget
+  SpecPolicy spec_;          // how many drafts each decode step gets (fixed or auto)
+  StepCosts step_costs_;     // each step's time, for the planner's prefill budget
   BatchPlanner planner_;     // over cache_, waiting_, running_, stats_, step_costs_ (above it)
   MaskPrefetcher prefetch_;  // structured-output masks computed during the forward
   Status failure_;

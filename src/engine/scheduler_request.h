@@ -13,10 +13,10 @@
 
 #include "engine/engine.h"
 #include "engine/logits_processor.h"
+#include "engine/output_text.h"
 #include "engine/request_constraint.h"
 #include "engine/sampler.h"
 #include "engine/spec_chooser.h"
-#include "engine/stop_matcher.h"
 #include "kv/paged_kv_store.h"
 #include "kv/radix_cache.h"
 
@@ -90,7 +90,7 @@ struct ScheduledRequest {
   bool done = false;
   Sampler sampler;
   PenaltyState penalty;
-  std::optional<StopMatcher> stop;
+  std::optional<OutputText> text;  // with a tokenizer: the output decoded once, stop strings
   GenerationChunk pending;
   std::vector<int32_t> drafts;  // speculative: d_1..d_n to verify after tokens.back()
   // Speculative: positions whose MTP-layer KV row is written (< mtp_len), and the target's final

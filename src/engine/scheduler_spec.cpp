@@ -13,13 +13,13 @@
 // Drafts are greedy (proposed with probability 1), so rejection sampling accepts d with the
 // target probability p(d) and otherwise draws from p without d: the output distribution is
 // the target's. Greedy outputs are the same tokens as without speculation.
-// auto (SchedulerConfig::spec_auto): the SpecChooser picks the drafts of every decode step from
-// the times measured here. A step without drafts skips the MTP layer; the decoding requests
-// keep their rows' target hidden states (up to spec_max_lag) so that the draft-extend of a
-// later step with drafts writes the MTP rows they missed first. Prefill chunks go through the
-// MTP layer at once while some setting could pay with the acceptance measured (positions not
-// seen lately taken as 1: SpecChooser::KeepMtp), else they skip it, the decoding requests drop
-// their kept rows, and those requests never draft.
+// auto (SchedulerConfig::spec_auto): the SpecPolicy's SpecChooser picks the drafts of every
+// decode step (SpecPolicy::Next, once the step's verifies are in) from the times measured here. A
+// step without drafts skips the MTP layer; the decoding requests keep their rows' target hidden
+// states (up to spec_max_lag) so that the draft-extend of a later step with drafts writes the MTP
+// rows they missed first. Prefill chunks go through the MTP layer at once while some setting could
+// pay with the acceptance measured (positions not seen lately taken as 1: SpecChooser::KeepMtp),
+// else they skip it, the decoding requests drop their kept rows, and those requests never draft.
 #include <algorithm>
 #include <chrono>
 
@@ -43,7 +43,7 @@ void Scheduler::SpecForward(const ScheduledBatch& batch) {
   auto out = runner_.ForwardRows(MakeBatch(batch), cache_.kv());
   prefetch_.Wait();
   const double forward_s = SecondsSince(t0);
-  stats_.forward_seconds += forward_s;
+  stats_.counters.forward_seconds += forward_s;
   if (!out.ok()) {
     ForwardFailed(out.status());
     for (auto [r, n] : batch) Finish(*r, FinishReason::kAbort, out.status());
@@ -70,9 +70,8 @@ void Scheduler::SpecForward(const ScheduledBatch& batch) {
   }
   MX_CHECK_EQ(li * vocab_, static_cast<int64_t>(out->logits.size()));
   const double mtp_s = Draft(extended, *out, first_row);
-  if (chooser_ && all_decode) {
-    chooser_->ObserveTarget(rows, forward_s);
-    chooser_->ObserveOverhead(emitted, SecondsSince(t0) - forward_s - mtp_s);
+  if (all_decode) {
+    spec_.ObserveDecodeStep(rows, forward_s, emitted, SecondsSince(t0) - forward_s - mtp_s);
   }
 }
 
@@ -80,13 +79,13 @@ int32_t Scheduler::Verify(Request& r, std::span<float> logits, int64_t rows) {
   const std::vector<int32_t> drafts = std::move(r.drafts);
   r.drafts.clear();
   const auto n_drafts = static_cast<int64_t>(drafts.size());
-  if (static_cast<int64_t>(stats_.spec_proposed_at.size()) < n_drafts) {
-    stats_.spec_proposed_at.resize(n_drafts, 0);
-    stats_.spec_accepted_at.resize(n_drafts, 0);
+  if (static_cast<int64_t>(stats_.spec.proposed_at.size()) < n_drafts) {
+    stats_.spec.proposed_at.resize(n_drafts, 0);
+    stats_.spec.accepted_at.resize(n_drafts, 0);
   }
-  for (int64_t i = 0; i < n_drafts; ++i) ++stats_.spec_proposed_at[i];
-  if (n_drafts > 0) ++stats_.spec_verify_steps;
-  stats_.spec_drafts_proposed += n_drafts;
+  for (int64_t i = 0; i < n_drafts; ++i) ++stats_.spec.proposed_at[i];
+  if (n_drafts > 0) ++stats_.spec.verify_steps;
+  stats_.spec.drafts_proposed += n_drafts;
   int32_t final_rows = 0, compared = 0, accepted = 0;
   bool finished = false;
   for (int64_t i = 0; i < rows; ++i) {
@@ -97,8 +96,8 @@ int32_t Scheduler::Verify(Request& r, std::span<float> logits, int64_t rows) {
     const int32_t t = SampleNext(r, row, draft);
     compared += draft >= 0 ? 1 : 0;
     if (draft >= 0 && t == draft) {
-      ++stats_.spec_accepted_at[i];
-      ++stats_.spec_tokens_accepted;
+      ++stats_.spec.accepted_at[i];
+      ++stats_.spec.tokens_accepted;
       ++accepted;
     }
     if (AppendToken(r, t, row)) {  // finished (its pages are released)
@@ -107,7 +106,7 @@ int32_t Scheduler::Verify(Request& r, std::span<float> logits, int64_t rows) {
     }
     if (t != draft) break;
   }
-  if (chooser_ && compared > 0) chooser_->ObserveVerify(compared, accepted);
+  if (compared > 0) spec_.ObserveVerify(compared, accepted);
   if (!finished) Emit(r, /*final=*/false);
   return final_rows;
 }
@@ -134,24 +133,13 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
   // The drafts of the next decode step, and whether the MTP layer's rows are kept up.
   int64_t decoding = 0;
   for (auto [r, m] : extended) decoding += !r->done && r->remaining() == 1 ? 1 : 0;
-  int32_t steps = cfg_.spec_steps;
-  bool keep = true;
-  int64_t drafters = decoding;  // decoding requests that may still draft
-  if (chooser_) {
-    steps = decoding > 0 ? chooser_->Choose(decoding) : 0;
-    // A re-probe only re-measures acceptance (its costs are known): one request drafts, the
-    // others neither catch their MTP layers up nor verify drafts.
-    if (decoding > 0 && chooser_->last().reprobe && !cfg_.spec_schedule) drafters = 1;
-    keep = steps > 0 || chooser_->KeepMtp(std::max<int64_t>(decoding, 1));
-    if (cfg_.spec_schedule && decoding > 0) {
-      steps = std::clamp(cfg_.spec_schedule(steps, spec_decode_steps_), 0, cfg_.spec_steps);
-    }
-    keep = keep || cfg_.spec_schedule != nullptr;
-  }
-  spec_decode_steps_ += decoding > 0 ? 1 : 0;
+  const SpecPolicy::Drafts next = spec_.Next(decoding);
+  const int32_t steps = next.steps;
+  const bool keep = next.keep_mtp;
+  int64_t drafters = next.drafters;  // decoding requests that may still draft
   // The next decode step, under the drafts it will verify (none where no request drafted).
   auto count_step = [&](bool drafted) {
-    if (decoding > 0) ++stats_.spec_steps_histogram[drafted ? steps : 0];
+    if (decoding > 0) ++stats_.spec.steps_histogram[drafted ? steps : 0];
   };
   // Draft-extend over the rows that became final (and those a request's MTP layer missed while
   // it ran without drafts), as (h_p, x_{p+1}) at position p.
@@ -200,9 +188,9 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
     for (Request* r : reqs) Finish(*r, FinishReason::kAbort, ext.status());
     return mtp_s;
   }
-  stats_.spec_mtp_seconds += mtp_s;
-  stats_.spec_mtp_rows += ext->row_begin.back();
-  if (chooser_) chooser_->ObserveMtp(ext->row_begin.back(), mtp_s);
+  stats_.spec.mtp_seconds += mtp_s;
+  stats_.spec.mtp_rows += ext->row_begin.back();
+  spec_.ObserveMtp(ext->row_begin.back(), mtp_s);
   for (Request* r : reqs) {
     cache_.MarkMtpRows(*r, r->mtp_len, r->kv_len);
     r->mtp_len = r->kv_len;
@@ -253,14 +241,14 @@ double Scheduler::Draft(const ScheduledBatch& extended, const ForwardOutput& fwd
     auto o = runner_.ForwardMtp(step, cache_.kv());
     const double pass_s = SecondsSince(t0);
     mtp_s += pass_s;
-    stats_.spec_mtp_seconds += pass_s;
-    stats_.spec_mtp_rows += std::ssize(live);
+    stats_.spec.mtp_seconds += pass_s;
+    stats_.spec.mtp_rows += std::ssize(live);
     if (!o.ok()) {
       ForwardFailed(o.status());
       for (Chain* c : live) Finish(*c->r, FinishReason::kAbort, o.status());
       return mtp_s;
     }
-    if (chooser_) chooser_->ObserveMtp(static_cast<int64_t>(live.size()), pass_s);
+    spec_.ObserveMtp(static_cast<int64_t>(live.size()), pass_s);
     for (size_t k = 0; k < live.size(); ++k) {
       const std::span<const float> row(o->logits.data() + k * vocab_, vocab_);
       live[k]->r->drafts.push_back(Argmax(row));

@@ -23,6 +23,7 @@
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "kernels/kernels.h"
+#include "kv/paged_kv_store.h"
 #include "model/model.h"
 #include "quant/quantizer.h"
 #include "tokenizer/chat_template.h"
@@ -56,15 +57,17 @@ std::vector<std::vector<int32_t>> RandomPrompts(int n, int64_t vocab, uint32_t s
 
 EngineOptions Options(const std::string& dir, const std::string& kv, int steps) {
   EngineOptions o;
-  o.model_dir = dir;
+  o.model.model_dir = dir;
   o.threads = 1;
   o.page_size = 4;
   o.max_total_tokens = 8192;
   o.chunked_prefill_size = 32;
-  o.kv_cache_dtype = kv;
+  auto dtype = ParseKvCacheDtype(kv);
+  EXPECT_TRUE(dtype.ok()) << kv;
+  if (dtype.ok()) o.kv_cache_dtype = *dtype;
   if (steps > 0) {
-    o.speculative_algorithm = "MTP";
-    o.speculative_num_steps = steps;
+    o.speculative.algorithm = SpeculativeAlgorithm::kMtp;
+    o.speculative.num_steps = steps;
   }
   return o;
 }
@@ -139,33 +142,33 @@ void ExpectGreedyIdentical(const Case& c) {
     EXPECT_EQ(batched[i], want[i]) << "prompt " << i << " batched";
   }
   const EngineStats st = spec->Stats();
-  EXPECT_GT(st.spec_verify_steps, 0);
-  EXPECT_GT(st.spec_drafts_proposed, 0);
-  EXPECT_LE(st.spec_tokens_accepted, st.spec_drafts_proposed);
+  EXPECT_GT(st.spec.verify_steps, 0);
+  EXPECT_GT(st.spec.drafts_proposed, 0);
+  EXPECT_LE(st.spec.tokens_accepted, st.spec.drafts_proposed);
   // Every draft is a row of an MTP pass (the draft-extend's last row or a draft step's), and
   // the prompts went through it too; without speculation nothing did.
-  EXPECT_GT(st.spec_mtp_rows, st.spec_drafts_proposed);
-  EXPECT_GT(st.spec_mtp_seconds, 0);
-  EXPECT_GT(st.forward_seconds, 0);
-  EXPECT_EQ(base->Stats().spec_mtp_rows, 0);
-  EXPECT_EQ(base->Stats().spec_mtp_seconds, 0);
-  EXPECT_GT(base->Stats().forward_seconds, 0);
-  ASSERT_EQ(st.spec_proposed_at.size(), static_cast<size_t>(c.steps));
+  EXPECT_GT(st.spec.mtp_rows, st.spec.drafts_proposed);
+  EXPECT_GT(st.spec.mtp_seconds, 0);
+  EXPECT_GT(st.counters.forward_seconds, 0);
+  EXPECT_EQ(base->Stats().spec.mtp_rows, 0);
+  EXPECT_EQ(base->Stats().spec.mtp_seconds, 0);
+  EXPECT_GT(base->Stats().counters.forward_seconds, 0);
+  ASSERT_EQ(st.spec.proposed_at.size(), static_cast<size_t>(c.steps));
   int64_t acc = 0, prop = 0;
   for (int i = 0; i < c.steps; ++i) {
-    acc += st.spec_accepted_at[i];
-    prop += st.spec_proposed_at[i];
+    acc += st.spec.accepted_at[i];
+    prop += st.spec.proposed_at[i];
     if (i > 0) {
-      EXPECT_LE(st.spec_accepted_at[i], st.spec_accepted_at[i - 1]);
+      EXPECT_LE(st.spec.accepted_at[i], st.spec.accepted_at[i - 1]);
     }
   }
-  EXPECT_EQ(acc, st.spec_tokens_accepted);
-  EXPECT_EQ(prop, st.spec_drafts_proposed);
-  EXPECT_NEAR(st.spec_accept_length_mean,
-              1.0 + static_cast<double>(acc) / static_cast<double>(st.spec_verify_steps), 1e-9);
+  EXPECT_EQ(acc, st.spec.tokens_accepted);
+  EXPECT_EQ(prop, st.spec.drafts_proposed);
+  EXPECT_NEAR(st.spec.accept_length_mean,
+              1.0 + static_cast<double>(acc) / static_cast<double>(st.spec.verify_steps), 1e-9);
   if (bundled) {
     // The trained MTP head guesses the worked answers well: drafts must be accepted often.
-    EXPECT_GT(st.spec_accept_length_mean, 1.5) << "accepted " << acc << " of " << prop;
+    EXPECT_GT(st.spec.accept_length_mean, 1.5) << "accepted " << acc << " of " << prop;
   }
 }
 
@@ -218,8 +221,8 @@ TEST(Speculative, GreedyIdenticalUnderRetractionAndCacheHits) {
   const auto got = Generate(*spec, prompts, 100, true, /*ignore_eos=*/true);
   for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i], want[i]) << "prompt " << i;
   const EngineStats st = spec->Stats();
-  EXPECT_GT(st.retractions, 0);
-  EXPECT_GT(st.cached_prompt_tokens_total, 0);
+  EXPECT_GT(st.counters.retractions, 0);
+  EXPECT_GT(st.counters.cached_prompt_tokens_total, 0);
 }
 
 class Sink final : public ChunkSink {
@@ -304,8 +307,8 @@ TEST(Speculative, RollbackLeavesCachesAsAFreshPrefill) {
     const EngineStats st = sched.stats();
     EXPECT_GT(compared, 20) << dir;
     // Both accepting and rejecting drafts happened, so both paths were compared.
-    EXPECT_GT(st.spec_tokens_accepted, 0) << dir;
-    EXPECT_LT(st.spec_tokens_accepted, st.spec_drafts_proposed) << dir;
+    EXPECT_GT(st.spec.tokens_accepted, 0) << dir;
+    EXPECT_LT(st.spec.tokens_accepted, st.spec.drafts_proposed) << dir;
     RecordProperty("worst_relative_difference_" + std::to_string(compared), std::to_string(worst));
   }
 }
@@ -427,12 +430,12 @@ TEST(SpeculativeAuto, GreedyIdenticalWhileTheDraftsChangeMidRequest) {
         EXPECT_EQ(got.tokens[i], want[i]) << dir << " prompt " << i << " batched " << batched;
       }
       // Every setting of the script ran, and requests that skipped the MTP layer caught up.
-      const auto& h = got.stats.spec_steps_histogram;
+      const auto& h = got.stats.spec.steps_histogram;
       ASSERT_EQ(h.size(), 6u);
       for (int s : {0, 1, 2, 3, 4, 5}) EXPECT_GT(h[s], 0) << dir << " steps " << s;
       EXPECT_GT(got.caught_up, 0) << dir;
-      if (dir == kBundled) EXPECT_GT(got.stats.spec_tokens_accepted, 0);
-      EXPECT_TRUE(got.stats.spec_auto);
+      if (dir == kBundled) EXPECT_GT(got.stats.spec.tokens_accepted, 0);
+      EXPECT_TRUE(got.stats.spec.automatic);
     }
     // A lag limit of 1: requests that skip two MTP rows draft no more, and still decode the same.
     SchedulerConfig sc = AutoConfig(cfg, KvCacheDtype::kBf16);
@@ -463,18 +466,18 @@ TEST(SpeculativeAuto, GreedyIdenticalWithTheChooserDeciding) {
     const AutoRun got = RunAuto(*runner, sc, prompts, 32, batched);
     for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got.tokens[i], want[i]) << i;
     int64_t steps = 0;
-    for (int64_t c : got.stats.spec_steps_histogram) steps += c;
+    for (int64_t c : got.stats.spec.steps_histogram) steps += c;
     EXPECT_GT(steps, 0);
   }
   // The engine's flag: auto is the default with an algorithm and without steps.
   EngineOptions o = Options(kBundled, "bf16", 0);
-  o.speculative_algorithm = "NEXTN";
+  o.speculative.algorithm = SpeculativeAlgorithm::kMtp;
   auto e = Make(o);
   ASSERT_TRUE(e);
   const auto via_engine = Generate(*e, prompts, 32, /*batched=*/true);
   for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(via_engine[i], want[i]) << i;
-  EXPECT_TRUE(e->Stats().spec_auto);
-  EXPECT_EQ(e->Stats().spec_steps_histogram.size(),
+  EXPECT_TRUE(e->Stats().spec.automatic);
+  EXPECT_EQ(e->Stats().spec.steps_histogram.size(),
             static_cast<size_t>(kSpeculativeAutoMaxSteps + 1));
 }
 
@@ -697,8 +700,8 @@ TEST(Speculative, SampledOutputsFollowTheTargetDistribution) {
   ASSERT_GT(df, 1);
   EXPECT_LT(stat, ChiSquareCritical(df)) << "df " << df;
   const EngineStats st = e->Stats();
-  EXPECT_GT(st.spec_tokens_accepted, n / 20);
-  EXPECT_LT(st.spec_tokens_accepted, st.spec_drafts_proposed);
+  EXPECT_GT(st.spec.tokens_accepted, n / 20);
+  EXPECT_LT(st.spec.tokens_accepted, st.spec.drafts_proposed);
 }
 
 // The end-to-end chi-square test under auto with the script: the second token of each request
@@ -736,8 +739,8 @@ TEST(SpeculativeAuto, SampledOutputsFollowTheTargetDistributionWhileTheDraftsCha
       ASSERT_GE(t.size(), 2u);
       ++seen[int64_t{t[0]} * cfg.vocab_size + t[1]];
     }
-    accepted += got.stats.spec_tokens_accepted;
-    proposed += got.stats.spec_drafts_proposed;
+    accepted += got.stats.spec.tokens_accepted;
+    proposed += got.stats.spec.drafts_proposed;
   }
   int df = 0;
   const double stat = ChiSquare(want, seen, n, &df);
@@ -755,37 +758,41 @@ TEST(Speculative, UnsupportedCombinationsAreRefusedAtStart) {
     EXPECT_NE(e.status().message().find(needle), std::string::npos) << e.status().message();
   };
   EngineOptions o = Options(kTiny, "bf16", 3);
-  o.speculative_eagle_topk = 2;
+  o.speculative.eagle_topk = 2;
   refused(o, "topk");
   o = Options(kTiny, "bf16", 3);
-  o.speculative_num_draft_tokens = 6;
+  o.speculative.num_draft_tokens = 6;
   refused(o, "num_steps + 1");
   o = Options(kTiny, "bf16", 0);
-  o.speculative_num_steps = 2;
+  o.speculative.num_steps = 2;
   refused(o, "speculative_algorithm");
-  o = Options(kTiny, "bf16", 3);
-  o.speculative_algorithm = "MEDUSA";
-  refused(o, "MEDUSA");
+  // The algorithm's name is parsed at the edge (the CLI); an unknown one is named there.
+  auto medusa = ParseSpeculativeAlgorithm("MEDUSA");
+  ASSERT_FALSE(medusa.ok());
+  EXPECT_NE(medusa.status().message().find("MEDUSA"), std::string::npos);
   o = Options(kTiny, "bf16", 40);
   refused(o, "[1, 16]");
   // auto: the most tokens per verify (num_draft_tokens) must leave room for 1..16 drafts.
   for (int32_t bad : {1, 18}) {
     o = Options(kTiny, "bf16", 0);
-    o.speculative_algorithm = "MTP";
-    o.speculative_num_steps = kSpeculativeStepsAuto;
-    o.speculative_num_draft_tokens = bad;
+    o.speculative.algorithm = SpeculativeAlgorithm::kMtp;
+    o.speculative.num_steps.reset();  // auto
+    o.speculative.num_draft_tokens = bad;
     refused(o, "[2, 17]");
   }
   o = Options(kTiny, "bf16", 0);
-  o.speculative_algorithm = "MTP";
-  o.speculative_num_steps = -7;
+  o.speculative.algorithm = SpeculativeAlgorithm::kMtp;
+  o.speculative.num_steps = -7;
   refused(o, "auto or in [1, 16]");
   for (const char* alias : {"EAGLE", "nextn", "MTP"}) {
-    o = Options(kTiny, "bf16", 3);
-    o.speculative_algorithm = alias;
-    o.speculative_num_draft_tokens = 4;
-    EXPECT_TRUE(CreateEngine(o).ok()) << alias;
+    auto algo = ParseSpeculativeAlgorithm(alias);
+    ASSERT_TRUE(algo.ok()) << alias;
+    EXPECT_EQ(*algo, SpeculativeAlgorithm::kMtp) << alias;
   }
+  EXPECT_EQ(*ParseSpeculativeAlgorithm(""), SpeculativeAlgorithm::kNone);
+  o = Options(kTiny, "bf16", 3);
+  o.speculative.num_draft_tokens = 4;
+  EXPECT_TRUE(CreateEngine(o).ok());
   // A model without an MTP layer cannot speculate (the fake runner's config says so).
   ModelConfig c = TinyTestConfig();
   c.num_nextn_predict_layers = 0;

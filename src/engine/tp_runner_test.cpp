@@ -41,17 +41,17 @@ std::vector<std::vector<int32_t>> Prompts(int64_t vocab, int n, uint32_t seed) {
 std::vector<std::vector<int32_t>> Serve(const std::string& dir, int tp, bool ep, int spec_steps,
                                         const std::vector<std::vector<int32_t>>& prompts) {
   EngineOptions o;
-  o.model_dir = dir;
+  o.model.model_dir = dir;
   o.threads = 2;
   o.tp = tp;
   o.expert_parallel = ep;
   o.page_size = 16;
   o.max_total_tokens = 4096;
   o.chunked_prefill_size = 48;  // long prompts prefill in chunks
-  o.kv_cache_dtype = "f32";
+  o.kv_cache_dtype = KvCacheDtype::kF32;
   if (spec_steps > 0) {
-    o.speculative_algorithm = "MTP";
-    o.speculative_num_steps = spec_steps;
+    o.speculative.algorithm = SpeculativeAlgorithm::kMtp;
+    o.speculative.num_steps = spec_steps;
   }
   auto e = CreateEngine(o);
   EXPECT_TRUE(e.ok()) << e.status().ToString();

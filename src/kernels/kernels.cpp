@@ -273,22 +273,29 @@ const KernelTable& WithGemmActivations(const KernelTable& t, GemmActivations a) 
   return t;
 }
 
-Result<const KernelTable*> ResolveKernels(const std::string& level,
-                                          const std::string& activations) {
-  const KernelTable* t = level.empty() ? &SelectKernels() : nullptr;
+Result<std::optional<KernelLevel>> ParseKernelLevel(std::string_view name) {
+  if (name.empty()) return std::optional<KernelLevel>();
   for (KernelLevel l : {KernelLevel::kRef, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
-    if (level != KernelLevelName(l)) continue;
-    t = GetKernelTable(l);
-    if (t == nullptr) {
-      return InvalidArgument("--kernels {}: not available on this CPU or in this build", level);
-    }
+    if (name == KernelLevelName(l)) return std::optional<KernelLevel>(l);
   }
-  if (t == nullptr)
-    return InvalidArgument("--kernels: unknown level '{}' (ref, avx2, avx512)", level);
+  return InvalidArgument("--kernels: unknown level '{}' (ref, avx2, avx512)", name);
+}
+
+Result<GemmActivations> ParseGemmActivations(std::string_view name) {
   for (GemmActivations a : {GemmActivations::kFp32, GemmActivations::kBf16}) {
-    if (activations == GemmActivationsName(a)) return &WithGemmActivations(*t, a);
+    if (name == GemmActivationsName(a)) return a;
   }
-  return InvalidArgument("--gemm-activations: unknown '{}' (fp32, bf16)", activations);
+  return InvalidArgument("--gemm-activations: unknown '{}' (fp32, bf16)", name);
+}
+
+Result<const KernelTable*> ResolveKernels(std::optional<KernelLevel> level,
+                                          GemmActivations activations) {
+  const KernelTable* t = level ? GetKernelTable(*level) : &SelectKernels();
+  if (t == nullptr) {
+    return InvalidArgument("--kernels {}: not available on this CPU or in this build",
+                           KernelLevelName(*level));
+  }
+  return &WithGemmActivations(*t, activations);
 }
 
 const KernelTable* GetKernelTable(KernelLevel level) {

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "base/thread_pool.h"
@@ -105,9 +107,14 @@ const KernelTable* GetKernelTable(KernelLevel level);
 // `t` with gemm_bf16 (and gemm_fp8) taking its activations as `a` (the same level's other entries
 // unchanged). REQUIRES: t is a table GetKernelTable handed out (or one this function returned).
 const KernelTable& WithGemmActivations(const KernelTable& t, GemmActivations a);
-// The table for the `--kernels` and `--gemm-activations` flags: `level` "" (SelectKernels()) or
-// ref|avx2|avx512, `activations` fp32|bf16. An error names the flag and the value.
-Result<const KernelTable*> ResolveKernels(const std::string& level, const std::string& activations);
+// The `--kernels` and `--gemm-activations` flags, parsed where they are read: "" (nullopt: this
+// CPU's best) or ref|avx2|avx512, and fp32|bf16. An error names the flag and the value.
+Result<std::optional<KernelLevel>> ParseKernelLevel(std::string_view name);
+Result<GemmActivations> ParseGemmActivations(std::string_view name);
+// The table for those flags: `level` nullopt (SelectKernels()) or a level this CPU and build
+// have (else an error naming it), with gemm_bf16 taking `activations`.
+Result<const KernelTable*> ResolveKernels(std::optional<KernelLevel> level,
+                                          GemmActivations activations);
 // The best level this CPU supports whose entries pass KernelSelfTest (decided once, at the
 // first call; `MX_KERNELS=ref` in the environment caps it).
 const KernelTable& SelectKernels();

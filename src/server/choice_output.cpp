@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "base/check.h"
+
 namespace mx::server {
 
 bool IsParserMarker(std::string_view t) {
@@ -25,9 +27,7 @@ void ChoiceDelta::Append(const ChoiceDelta& d) {
 }
 
 ChoiceOutput::ChoiceOutput(const tok::Tokenizer& tokenizer, ChoiceOptions options)
-    : tokenizer_(tokenizer),
-      opts_(std::move(options)),
-      detok_(tokenizer, /*skip_special_tokens=*/false) {
+    : tokenizer_(tokenizer), opts_(std::move(options)) {
   if (opts_.split_reasoning) {
     reasoning_.emplace(opts_.reasoning_starts_open, /*end_on_tool_call=*/opts_.parse_tool_calls);
   }
@@ -121,15 +121,12 @@ void ChoiceOutput::ReleaseSafe(ChoiceDelta& d) {
 
 void ChoiceOutput::ReleaseFinal(const GenerationChunk& chunk, ChoiceDelta& d) {
   if (!chunk.matched_stop.empty()) {
-    // The engine's trim counts the bytes its detokenizer still held back, which ours holds
-    // too (same tokens): those are dropped unread, the rest is cut from what is held.
-    const size_t pending = detok_.pending_bytes();
+    // The engine's trim counts bytes of the text it sent, whose tail is still held here.
     const size_t trim = static_cast<size_t>(std::max(chunk.stop_trim_bytes, 0));
-    const size_t cut = std::min(held_.size(), trim > pending ? trim - pending : 0);
-    held_.resize(held_.size() - cut);
+    held_.resize(held_.size() - std::min(held_.size(), trim));
     held_visible_.resize(held_.size());
   } else {
-    Hold(detok_.Finish(), true);
+    Hold(chunk.text_tail, true);
   }
   Release(held_.size(), /*final=*/true, d);
 }
@@ -138,6 +135,9 @@ ChoiceDelta ChoiceOutput::Push(const GenerationChunk& chunk) {
   ChoiceDelta d;
   if (finished_) return d;
   const bool last = chunk.finish != FinishReason::kNone;
+  // The engine decodes each request once and sends the text (engine.h GenerationChunk).
+  MX_CHECK_MSG(chunk.text.size() == chunk.tokens.size(),
+               "the engine sent tokens without their text: it was created without a tokenizer");
   for (size_t i = 0; i < chunk.tokens.size(); ++i) {
     const int32_t id = chunk.tokens[i];
     ++completion_tokens_;
@@ -160,9 +160,8 @@ ChoiceDelta ChoiceOutput::Push(const GenerationChunk& chunk) {
         last && i + 1 == chunk.tokens.size() && chunk.finish == FinishReason::kStop &&
         chunk.matched_stop_token.has_value() && *chunk.matched_stop_token == id;
     if (is_stop_token) continue;
-    // Every other token is decoded, as the engine's stop matcher decodes it, so that its
-    // trim counts the same bytes; a skipped special token's text is held but never shown.
-    std::string piece = detok_.Push(id);
+    // A skipped special token's text is held (a stop trim counts its bytes) but never shown.
+    const std::string& piece = chunk.text[i];
     const bool hidden = opts_.skip_special_tokens && tokenizer_.IsSpecial(id) &&
                         !IsParserMarker(tokenizer_.TokenText(id));
     if (hidden) {

@@ -1,7 +1,7 @@
-// One choice's output pipeline: engine token chunks -> streaming detokenizer -> the engine's
-// stop-string trim -> reasoning split -> tool-call parse -> deltas. A streaming response sends the
-// deltas as they come; a non-streaming response is the sum of the same deltas, so the two
-// agree by construction.
+// One choice's output pipeline: engine chunks (tokens with the text the engine decoded once)
+// -> the engine's stop-string trim -> reasoning split -> tool-call parse -> deltas. A streaming
+// response sends the deltas as they come; a non-streaming response is the sum of the same deltas,
+// so the two agree by construction.
 //
 // Special tokens: the think / tool-call markers always reach the parsers; other special tokens
 // are dropped when skip_special_tokens is on, and the stop token that ended the request (EOS
@@ -21,7 +21,6 @@
 #include "engine/engine.h"
 #include "server/reasoning_parser.h"
 #include "server/tool_call_parser.h"
-#include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mx::server {
@@ -107,7 +106,6 @@ class ChoiceOutput {
 
   const tok::Tokenizer& tokenizer_;
   ChoiceOptions opts_;
-  tok::StreamingDetokenizer detok_;
   std::optional<ReasoningParser> reasoning_;
   std::optional<ToolCallParser> tools_;
   std::string held_;          // decoded text not yet released: a stop string may cut it

@@ -6,7 +6,9 @@
 // script's when the grammar allows it, else EOS when allowed, else one drawn at random (the
 // request's seed) from what the grammar allows: what a model with arbitrary logits would
 // write under the mask. The grammar applies after constraint_after_token when one is given
-// (again after each one with constraint_repeats, until complete).
+// (again after each one with constraint_repeats, until complete). Like the real engine it
+// sends each token's text, decoded once per request with `tokenizer` (engine/output_text.h;
+// without one every token's text is empty); it matches no stop strings.
 #pragma once
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/output_text.h"
 #include "grammar/token_mask.h"
 
 namespace mx::server::testing {
@@ -42,13 +45,15 @@ class FakeEngine : public Engine {
 
   FakeEngine(std::vector<int32_t> script, std::vector<int32_t> eos,
              std::chrono::milliseconds step = std::chrono::milliseconds(2),
-             int64_t max_active = 100000, int64_t context = 4096)
+             int64_t max_active = 100000, int64_t context = 4096,
+             std::shared_ptr<const tok::Tokenizer> tokenizer = nullptr)
       : script_(std::move(script)),
         eos_(std::move(eos)),
         step_(step),
         max_active_(max_active),
         context_(context),
-        shared_(std::make_shared<Shared>()) {}
+        shared_(std::make_shared<Shared>()),
+        tokenizer_(std::move(tokenizer)) {}
 
   Result<std::unique_ptr<RequestStream>> Submit(GenerationRequest request) override {
     if (request.prompt.empty()) return InvalidArgument("empty prompt");
@@ -82,31 +87,31 @@ class FakeEngine : public Engine {
   EngineStats Stats() const override {
     std::lock_guard<std::mutex> lock(shared_->mu);
     EngineStats s;
-    s.running = shared_->active;
-    s.prompt_tokens_total = shared_->prompt_tokens;
-    s.generation_tokens_total = shared_->generated;
-    s.cached_prompt_tokens_total = shared_->cached_tokens;
-    s.radix_hit_tokens = shared_->cached_tokens;
-    s.requests_aborted = shared_->aborted;
-    s.requests_finished = shared_->finished;
-    s.kv_pages_total = 100;
+    s.gauges.running = shared_->active;
+    s.counters.prompt_tokens_total = shared_->prompt_tokens;
+    s.counters.generation_tokens_total = shared_->generated;
+    s.counters.cached_prompt_tokens_total = shared_->cached_tokens;
+    s.counters.radix_hit_tokens = shared_->cached_tokens;
+    s.counters.requests_aborted = shared_->aborted;
+    s.counters.requests_finished = shared_->finished;
+    s.gauges.kv_pages_total = 100;
     // As a speculative engine reports them: 10 verify steps, 2 draft positions.
-    s.spec_verify_steps = 10;
-    s.spec_drafts_proposed = 20;
-    s.spec_tokens_accepted = 12;
-    s.spec_proposed_at = {10, 10};
-    s.spec_accepted_at = {8, 4};
-    s.spec_accept_length_mean = 2.2;
+    s.spec.verify_steps = 10;
+    s.spec.drafts_proposed = 20;
+    s.spec.tokens_accepted = 12;
+    s.spec.proposed_at = {10, 10};
+    s.spec.accepted_at = {8, 4};
+    s.spec.accept_length_mean = 2.2;
     // ... under --speculative-num-steps auto: 3 drafts chosen, after 7 steps off and 5 with 3.
-    s.spec_auto = true;
-    s.spec_steps_chosen = 3;
-    s.spec_estimate_tokens_per_s = 150;
-    s.spec_estimate_off_tokens_per_s = 100;
-    s.spec_estimate_accept_length = 2.5;
-    s.spec_steps_histogram = {7, 0, 0, 5};
-    s.forward_seconds = 1.5;
-    s.spec_mtp_seconds = 0.25;
-    s.spec_mtp_rows = 40;
+    s.spec.automatic = true;
+    s.spec.steps_chosen = 3;
+    s.spec.estimate_tokens_per_s = 150;
+    s.spec.estimate_off_tokens_per_s = 100;
+    s.spec.estimate_accept_length = 2.5;
+    s.spec.steps_histogram = {7, 0, 0, 5};
+    s.counters.forward_seconds = 1.5;
+    s.spec.mtp_seconds = 0.25;
+    s.spec.mtp_rows = 40;
     return s;
   }
   void FlushCache() override {
@@ -130,6 +135,7 @@ class FakeEngine : public Engine {
       next = std::chrono::steady_clock::now() + e->step_;
       if (req.constraint) matcher.emplace(req.constraint);
       constrained = req.constraint_after_token < 0;
+      if (e->tokenizer_) text.emplace(*e->tokenizer_, std::vector<std::string>());
     }
     int32_t Constrained(int32_t want) {
       matcher->FillMask(&mask);
@@ -190,10 +196,13 @@ class FakeEngine : public Engine {
         if (is_eos && !req.ignore_eos) {
           c.finish = FinishReason::kStop;
           c.matched_stop_token = tok;
-        } else if (static_cast<int32_t>(pos) >= req.max_tokens) {
-          c.finish = FinishReason::kLength;
+          c.text.emplace_back();  // the stop token is not shown
+        } else {
+          c.text.push_back(text ? text->Push(tok).text : std::string());
+          if (static_cast<int32_t>(pos) >= req.max_tokens) c.finish = FinishReason::kLength;
         }
       }
+      if (c.finish != FinishReason::kNone && text) c.text_tail = text->Finish();
       std::lock_guard<std::mutex> lock(engine->shared_->mu);
       engine->shared_->generated += static_cast<int64_t>(c.tokens.size());
       if (c.finish != FinishReason::kNone) {
@@ -203,6 +212,7 @@ class FakeEngine : public Engine {
         ended = true;
         last = c;
         last->tokens.clear();
+        last->text.clear();
         if (!counted) {
           counted = true;
           --engine->shared_->active;
@@ -224,6 +234,7 @@ class FakeEngine : public Engine {
     std::chrono::steady_clock::time_point next;
     std::mt19937_64 rng;
     std::optional<grammar::TokenMatcher> matcher;
+    std::optional<OutputText> text;
     bool constrained = true;  // the grammar applies to the next token
     grammar::TokenBitmask mask;
   };
@@ -234,6 +245,7 @@ class FakeEngine : public Engine {
   int64_t max_active_;
   int64_t context_;
   std::shared_ptr<Shared> shared_;
+  std::shared_ptr<const tok::Tokenizer> tokenizer_;
   std::map<RequestId, Stream*> streams_;
   RequestId next_id_ = 1;
 };

@@ -1,7 +1,11 @@
 // Prometheus text format rendering.
 #include "server/metrics.h"
 
+#include <type_traits>
+
 #include <fmt/format.h>
+
+#include "base/check.h"
 
 namespace mx::server {
 
@@ -64,13 +68,116 @@ ModelMetrics::ModelMetrics()
     : ttft(LatencyBuckets()), itl(LatencyBuckets()), e2e(LatencyBuckets()) {}
 
 double KvUsageRatio(const EngineStats& s) {
-  return s.kv_pages_total > 0 ? static_cast<double>(s.kv_pages_used) / s.kv_pages_total : 0.0;
+  return s.gauges.kv_pages_total > 0
+             ? static_cast<double>(s.gauges.kv_pages_used) / s.gauges.kv_pages_total
+             : 0.0;
 }
 
 double CacheHitRate(const EngineStats& s) {
-  return s.prompt_tokens_total > 0 ? static_cast<double>(s.radix_hit_tokens) / s.prompt_tokens_total
-                                   : 0.0;
+  return s.counters.prompt_tokens_total > 0
+             ? static_cast<double>(s.counters.radix_hit_tokens) / s.counters.prompt_tokens_total
+             : 0.0;
 }
+
+namespace {
+
+using SV = StatValue;
+using ES = EngineStats;
+using MM = ModelMetrics;
+
+// In /get_server_info's order (its groups appear in the order of their first row).
+constexpr ModelStatRow kModelStats[] = {
+    {"num_requests_running", "gauge", "Requests in the running batch.", "requests/running", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.gauges.running; }},
+    {"num_requests_waiting", "gauge", "Requests queued for admission.", "requests/queued", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.gauges.queued; }},
+    {"requests_total", "counter", "Generation requests accepted by the server.",
+     "requests/accepted", "requests",
+     [](const ES&, const MM& m) -> SV { return int64_t{m.requests_total.load()}; }},
+    {"requests_finished_total", "counter", "Requests finished by the engine.", "requests/finished",
+     "finished", [](const ES& s, const MM&) -> SV { return s.counters.requests_finished; }},
+    {"requests_aborted_total", "counter", "Requests aborted in the engine.", "requests/aborted",
+     "aborted", [](const ES& s, const MM&) -> SV { return s.counters.requests_aborted; }},
+    {"requests_rejected_total", "counter", "Requests rejected (queue full).", "requests/rejected",
+     nullptr, [](const ES& s, const MM&) -> SV { return s.counters.requests_rejected; }},
+    {"client_disconnects_total", "counter", "Requests aborted because the client went away.",
+     "requests/client_disconnects", "client disconnects",
+     [](const ES&, const MM& m) -> SV { return int64_t{m.aborted_by_client.load()}; }},
+    {"kv_pages_used", "gauge", "KV cache pages in use.", "kv_cache/pages_used", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.gauges.kv_pages_used; }},
+    {"kv_pages_total", "gauge", "KV cache pages in the pool.", "kv_cache/pages_total", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.gauges.kv_pages_total; }},
+    {nullptr, "gauge", "Tokens per KV cache page.", "kv_cache/page_size", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.gauges.kv_page_size; }},
+    {"kv_cache_usage_ratio", "gauge", "Fraction of KV pages in use.", "kv_cache/usage", nullptr,
+     [](const ES& s, const MM&) -> SV { return KvUsageRatio(s); }},
+    {"retractions_total", "counter", "Running requests retracted for KV space.",
+     "kv_cache/retractions", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.counters.retractions; }},
+    {"cache_hit_rate", "gauge", "Radix cache hit rate (cached / prompt tokens).",
+     "radix_cache/hit_rate", nullptr, [](const ES& s, const MM&) -> SV { return CacheHitRate(s); }},
+    {nullptr, "counter", "Prompt tokens the radix cache served.", "radix_cache/hit_tokens", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.counters.radix_hit_tokens; }},
+    {nullptr, "counter", "Radix cache lookups.", "radix_cache/lookups", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.counters.radix_lookups; }},
+    {"spec_accept_length", "gauge", "Mean speculative accept length (0: off).",
+     "speculative/accept_length", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.spec.accept_length_mean; }},
+    {"spec_verify_steps_total", "counter", "Speculative verify steps (one per request).", nullptr,
+     nullptr, [](const ES& s, const MM&) -> SV { return s.spec.verify_steps; }},
+    {"spec_draft_tokens_total", "counter", "MTP draft tokens proposed.",
+     "speculative/drafts_proposed", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.spec.drafts_proposed; }},
+    {"spec_accepted_tokens_total", "counter", "MTP draft tokens accepted.",
+     "speculative/tokens_accepted", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.spec.tokens_accepted; }},
+    {nullptr, "gauge", "--speculative-num-steps auto.", "speculative/auto", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.spec.automatic; }},
+    {"spec_num_steps", "gauge",
+     "Draft tokens per request of the last decode step (auto: as chosen; 0: off).",
+     "speculative/num_steps", nullptr,
+     [](const ES& s, const MM&) -> SV { return int64_t{s.spec.steps_chosen}; }},
+    {nullptr, "gauge", "auto: the last decode step was a probe.", "speculative/probe", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.spec.probe; }},
+    {"spec_auto_estimate_tokens_per_second", "gauge",
+     "--speculative-num-steps auto: estimated decode tokens/s of the chosen drafts.",
+     "speculative/estimate_tokens_per_second", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.spec.estimate_tokens_per_s; }},
+    {"spec_auto_estimate_off_tokens_per_second", "gauge",
+     "--speculative-num-steps auto: estimated decode tokens/s without drafts.",
+     "speculative/estimate_off_tokens_per_second", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.spec.estimate_off_tokens_per_s; }},
+    {nullptr, "gauge", "auto: estimated tokens per verify of the chosen drafts.",
+     "speculative/estimate_accept_length", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.spec.estimate_accept_length; }},
+    {nullptr, "counter", "Decode steps run with each number of drafts.",
+     "speculative/steps_histogram", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.spec.steps_histogram; }},
+    {"spec_mtp_seconds_total", "counter",
+     "Seconds in the MTP layer's passes (draft-extend, catch-up, draft steps).",
+     "speculative/mtp_seconds", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.spec.mtp_seconds; }},
+    {"spec_mtp_rows_total", "counter", "Rows the MTP layer's passes ran over.",
+     "speculative/mtp_rows", nullptr, [](const ES& s, const MM&) -> SV { return s.spec.mtp_rows; }},
+    {"forward_seconds_total", "counter", "Seconds in the target model's forwards.",
+     "forward_seconds", nullptr,
+     [](const ES& s, const MM&) -> SV { return s.counters.forward_seconds; }},
+    {"prompt_tokens_total", "counter", "Prompt tokens processed.", "tokens/prompt_total",
+     "prompt tokens", [](const ES& s, const MM&) -> SV { return s.counters.prompt_tokens_total; }},
+    {"generation_tokens_total", "counter", "Tokens generated.", "tokens/generation_total",
+     "generated tokens",
+     [](const ES& s, const MM&) -> SV { return s.counters.generation_tokens_total; }},
+    {"cached_prompt_tokens_total", "counter", "Prompt tokens served from the radix cache.",
+     "tokens/cached_prompt_total", "cached prompt tokens",
+     [](const ES& s, const MM&) -> SV { return s.counters.cached_prompt_tokens_total; }},
+    {"sse_keepalives_total", "counter",
+     "Keep-alives sent on streams quiet for --sse-keepalive-interval (a long prefill).", nullptr,
+     nullptr, [](const ES&, const MM& m) -> SV { return int64_t{m.keepalives.load()}; }},
+};
+
+}  // namespace
+
+std::span<const ModelStatRow> ModelStatTable() { return kModelStats; }
 
 void ServerMetrics::CountHttp(int status) {
   MutexLock lock(mu_);
@@ -87,58 +194,28 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
   auto head = [&](const char* name, const char* type, const char* help) {
     out += fmt::format("# HELP mxserve:{} {}\n# TYPE mxserve:{} {}\n", name, help, name, type);
   };
-  auto per_model = [&](const char* name, const char* type, const char* help, auto value) {
-    head(name, type, help);
+  for (const ModelStatRow& row : ModelStatTable()) {
+    if (row.metric == nullptr) continue;
+    head(row.metric, row.type, row.help);
     for (const auto& m : models) {
-      out += fmt::format("mxserve:{}{{model=\"{}\"}} {}\n", name, m.name, value(m));
+      out += fmt::format("mxserve:{}{{model=\"{}\"}} ", row.metric, m.name);
+      std::visit(
+          [&out](const auto& v) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::vector<int64_t>>) {
+              MX_CHECK_MSG(false, "a vector row has no /metrics family");
+            } else if constexpr (std::is_same_v<std::decay_t<decltype(v)>, bool>) {
+              out += v ? "1" : "0";
+            } else {
+              out += fmt::format("{}", v);
+            }
+          },
+          row.value(m.stats, *m.metrics));
+      out += '\n';
     }
-  };
-  using MV = ModelView;
-  per_model("num_requests_running", "gauge", "Requests in the running batch.",
-            [](const MV& m) { return m.stats.running; });
-  per_model("num_requests_waiting", "gauge", "Requests queued for admission.",
-            [](const MV& m) { return m.stats.queued; });
-  per_model("prompt_tokens_total", "counter", "Prompt tokens processed.",
-            [](const MV& m) { return m.stats.prompt_tokens_total; });
-  per_model("generation_tokens_total", "counter", "Tokens generated.",
-            [](const MV& m) { return m.stats.generation_tokens_total; });
-  per_model("cached_prompt_tokens_total", "counter", "Prompt tokens served from the radix cache.",
-            [](const MV& m) { return m.stats.cached_prompt_tokens_total; });
-  per_model("kv_pages_used", "gauge", "KV cache pages in use.",
-            [](const MV& m) { return m.stats.kv_pages_used; });
-  per_model("kv_pages_total", "gauge", "KV cache pages in the pool.",
-            [](const MV& m) { return m.stats.kv_pages_total; });
-  per_model("kv_cache_usage_ratio", "gauge", "Fraction of KV pages in use.",
-            [](const MV& m) { return KvUsageRatio(m.stats); });
-  per_model("cache_hit_rate", "gauge", "Radix cache hit rate (cached / prompt tokens).",
-            [](const MV& m) { return CacheHitRate(m.stats); });
-  per_model("forward_seconds_total", "counter", "Seconds in the target model's forwards.",
-            [](const MV& m) { return m.stats.forward_seconds; });
-  per_model("spec_mtp_seconds_total", "counter",
-            "Seconds in the MTP layer's passes (draft-extend, catch-up, draft steps).",
-            [](const MV& m) { return m.stats.spec_mtp_seconds; });
-  per_model("spec_mtp_rows_total", "counter", "Rows the MTP layer's passes ran over.",
-            [](const MV& m) { return m.stats.spec_mtp_rows; });
-  per_model("spec_accept_length", "gauge", "Mean speculative accept length (0: off).",
-            [](const MV& m) { return m.stats.spec_accept_length_mean; });
-  per_model("spec_verify_steps_total", "counter", "Speculative verify steps (one per request).",
-            [](const MV& m) { return m.stats.spec_verify_steps; });
-  per_model("spec_draft_tokens_total", "counter", "MTP draft tokens proposed.",
-            [](const MV& m) { return m.stats.spec_drafts_proposed; });
-  per_model("spec_accepted_tokens_total", "counter", "MTP draft tokens accepted.",
-            [](const MV& m) { return m.stats.spec_tokens_accepted; });
-  per_model("spec_num_steps", "gauge",
-            "Draft tokens per request of the last decode step (auto: as chosen; 0: off).",
-            [](const MV& m) { return m.stats.spec_steps_chosen; });
-  per_model("spec_auto_estimate_tokens_per_second", "gauge",
-            "--speculative-num-steps auto: estimated decode tokens/s of the chosen drafts.",
-            [](const MV& m) { return m.stats.spec_estimate_tokens_per_s; });
-  per_model("spec_auto_estimate_off_tokens_per_second", "gauge",
-            "--speculative-num-steps auto: estimated decode tokens/s without drafts.",
-            [](const MV& m) { return m.stats.spec_estimate_off_tokens_per_s; });
+  }
   head("spec_steps_chosen_total", "counter", "Decode steps run with each number of drafts.");
   for (const auto& m : models) {
-    const auto& h = m.stats.spec_steps_histogram;
+    const auto& h = m.stats.spec.steps_histogram;
     for (size_t i = 0; i < h.size(); ++i) {
       out += fmt::format("mxserve:spec_steps_chosen_total{{model=\"{}\",steps=\"{}\"}} {}\n",
                          m.name, i, h[i]);
@@ -147,9 +224,9 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
   head("spec_accept_rate", "gauge", "Acceptance of the i-th draft token (accepted / proposed).");
   for (const auto& m : models) {
     const EngineStats& st = m.stats;
-    for (size_t i = 0; i < st.spec_proposed_at.size(); ++i) {
-      const double rate = st.spec_proposed_at[i] > 0
-                              ? static_cast<double>(st.spec_accepted_at[i]) / st.spec_proposed_at[i]
+    for (size_t i = 0; i < st.spec.proposed_at.size(); ++i) {
+      const double rate = st.spec.proposed_at[i] > 0
+                              ? static_cast<double>(st.spec.accepted_at[i]) / st.spec.proposed_at[i]
                               : 0.0;
       out += fmt::format("mxserve:spec_accept_rate{{model=\"{}\",position=\"{}\"}} {}\n", m.name, i,
                          rate);
@@ -165,14 +242,6 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
                          state, m.tuning.state == state ? 1 : 0);
     }
   }
-  per_model("requests_finished_total", "counter", "Requests finished by the engine.",
-            [](const MV& m) { return m.stats.requests_finished; });
-  per_model("requests_aborted_total", "counter", "Requests aborted in the engine.",
-            [](const MV& m) { return m.stats.requests_aborted; });
-  per_model("requests_rejected_total", "counter", "Requests rejected (queue full).",
-            [](const MV& m) { return m.stats.requests_rejected; });
-  per_model("retractions_total", "counter", "Running requests retracted for KV space.",
-            [](const MV& m) { return m.stats.retractions; });
   // Data parallelism (--dp > 1): the families above sum the replicas; these split them by
   // dp_rank. Absent when no model has replicas.
   auto per_replica = [&](const char* name, const char* type, const char* help, auto value) {
@@ -201,13 +270,6 @@ std::string ServerMetrics::Render(const std::vector<ModelView>& models) const {
   per_replica("dp_replica_healthy", "gauge",
               "1 while a replica serves; 0 once it has failed (out of rotation for good).",
               [](const RS& r) { return r.healthy ? 1 : 0; });
-  per_model("client_disconnects_total", "counter", "Requests aborted because the client went away.",
-            [](const MV& m) { return m.metrics->aborted_by_client.load(); });
-  per_model("requests_total", "counter", "Generation requests accepted by the server.",
-            [](const MV& m) { return m.metrics->requests_total.load(); });
-  per_model("sse_keepalives_total", "counter",
-            "Keep-alives sent on streams quiet for --sse-keepalive-interval (a long prefill).",
-            [](const MV& m) { return m.metrics->keepalives.load(); });
   head("tool_call_parse_failures_total", "counter",
        "Tool-call markup returned as text: reason unknown_tool (a name not in the request's "
        "tools) or malformed (a missing <arg_value>, a call left open at the end).");

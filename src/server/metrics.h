@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "base/mutex.h"
@@ -57,6 +59,23 @@ struct ModelMetrics {
   std::atomic<int64_t> tool_calls_unknown{0};
   std::atomic<int64_t> tool_calls_malformed{0};
 };
+
+// One figure per model from the engine's stats or the server's own counters, described once:
+// /metrics renders every row with a `metric` name (mxserve:<metric>{model="..."}),
+// /get_server_info places every row with a `json` path ("group/field") under each model, and
+// the web page shows the rows with a `web` label in its totals line (/get_server_info lists
+// them). A new counter is one row here. Labelled families (per draft position, per dp_rank,
+// the latency histograms) are rendered beside the table.
+using StatValue = std::variant<int64_t, double, bool, std::vector<int64_t>>;
+struct ModelStatRow {
+  const char* metric;  // Prometheus family name without the prefix; nullptr: JSON only
+  const char* type;    // "gauge" | "counter"
+  const char* help;
+  const char* json;  // "group/field" or "field" in /get_server_info's model; nullptr: /metrics only
+  const char* web;   // the web page's totals label; nullptr: not there
+  StatValue (*value)(const EngineStats& s, const ModelMetrics& m);
+};
+std::span<const ModelStatRow> ModelStatTable();
 
 class ServerMetrics {
  public:

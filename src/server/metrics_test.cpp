@@ -2,6 +2,10 @@
 // labelled gauges.
 #include "server/metrics.h"
 
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace mx::server {
@@ -32,10 +36,10 @@ TEST(Metrics, RatiosAreZeroWithoutADenominator) {
   EngineStats s;
   EXPECT_EQ(KvUsageRatio(s), 0.0);
   EXPECT_EQ(CacheHitRate(s), 0.0);
-  s.kv_pages_total = 8;
-  s.kv_pages_used = 2;
-  s.prompt_tokens_total = 40;
-  s.radix_hit_tokens = 10;
+  s.gauges.kv_pages_total = 8;
+  s.gauges.kv_pages_used = 2;
+  s.counters.prompt_tokens_total = 40;
+  s.counters.radix_hit_tokens = 10;
   EXPECT_DOUBLE_EQ(KvUsageRatio(s), 0.25);
   EXPECT_DOUBLE_EQ(CacheHitRate(s), 0.25);
 }
@@ -81,4 +85,35 @@ TEST(Metrics, DpReplicaHealthyGauge) {
 }
 
 }  // namespace
+
+// The one table of per-model figures: every /metrics row renders as its family with its type,
+// once per model, with the value its row reads; names and JSON paths are unique; every web
+// total has a JSON path.
+TEST(Metrics, TableRowsRenderOncePerModel) {
+  ModelMetrics a;
+  a.requests_total = 7;
+  EngineStats s;
+  s.gauges.running = 3;
+  s.counters.prompt_tokens_total = 41;
+  s.spec.accept_length_mean = 2.5;
+  const std::string out = ServerMetrics().Render({{"x", &a, s, {}}});
+  std::set<std::string> metrics, paths;
+  for (const ModelStatRow& row : ModelStatTable()) {
+    ASSERT_NE(row.help, nullptr);
+    if (row.json != nullptr) EXPECT_TRUE(paths.insert(row.json).second) << row.json;
+    if (row.web != nullptr) EXPECT_NE(row.json, nullptr) << row.web;
+    if (row.metric == nullptr) continue;
+    EXPECT_TRUE(metrics.insert(row.metric).second) << row.metric;
+    EXPECT_NE(out.find(fmt::format("# TYPE mxserve:{} {}\n", row.metric, row.type)),
+              std::string::npos)
+        << row.metric;
+    EXPECT_NE(out.find(fmt::format("mxserve:{}{{model=\"x\"}} ", row.metric)), std::string::npos)
+        << row.metric;
+  }
+  EXPECT_NE(out.find("mxserve:num_requests_running{model=\"x\"} 3\n"), std::string::npos);
+  EXPECT_NE(out.find("mxserve:prompt_tokens_total{model=\"x\"} 41\n"), std::string::npos);
+  EXPECT_NE(out.find("mxserve:spec_accept_length{model=\"x\"} 2.5\n"), std::string::npos);
+  EXPECT_NE(out.find("mxserve:requests_total{model=\"x\"} 7\n"), std::string::npos);
+}
+
 }  // namespace mx::server

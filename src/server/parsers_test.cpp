@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "engine/stop_matcher.h"
+#include "engine/output_text.h"
 #include "server/choice_output.h"
 #include "server/reasoning_parser.h"
 #include "server/tool_call_parser.h"
@@ -109,26 +109,37 @@ class ChoiceOutputTest : public ::testing::Test {
   static tok::Tokenizer* tokenizer_;
 
   // Feeds `ids` in chunks of `per_chunk` tokens; the last chunk finishes with `finish`. With
-  // `o.stop`, the engine's own stop matcher decides where the output ends (as the scheduler
-  // does), unless `engine_stops` is false (the engine did not stop there, e.g. min_tokens).
+  // `o.stop`, the engine's own output text decides where the output ends (as the scheduler
+  // does), unless `engine_stops` is false (the engine did not stop there, e.g. min_tokens). The
+  // chunks carry the text as the engine decodes it (engine/output_text.h): once, with the stop
+  // token that ends the request undecoded.
   ChoiceDelta Run(const ChoiceOptions& o, const std::vector<int32_t>& ids, size_t per_chunk,
                   FinishReason finish, std::optional<int32_t> stop_token = std::nullopt,
                   bool engine_stops = true) {
     ChoiceOutput out(*tokenizer_, o);
-    StopMatcher matcher(*tokenizer_, o.stop);
+    OutputText text(*tokenizer_, o.stop);
     ChoiceDelta sum;
     GenerationChunk c;
     for (size_t i = 0; i < ids.size() && !out.finished(); ++i) {
       c.tokens.push_back(ids[i]);
-      std::optional<StopMatcher::Match> m = matcher.Push(ids[i]);
-      if (m && engine_stops) {
-        c.finish = FinishReason::kStop;
-        c.matched_stop = m->stop;
-        c.stop_trim_bytes = m->trim_bytes;
-      } else if (i + 1 == ids.size()) {
+      const bool last = i + 1 == ids.size();
+      if (last && finish == FinishReason::kStop && stop_token == ids[i]) {
+        c.text.emplace_back();
         c.finish = finish;
         c.matched_stop_token = stop_token;
+      } else {
+        OutputText::Piece p = text.Push(ids[i]);
+        c.text.push_back(std::move(p.text));
+        if (p.stop && engine_stops) {
+          c.finish = FinishReason::kStop;
+          c.matched_stop = p.stop->stop;
+          c.stop_trim_bytes = p.stop->trim_bytes;
+        } else if (last) {
+          c.finish = finish;
+          c.matched_stop_token = stop_token;
+        }
       }
+      if (c.finish != FinishReason::kNone && c.matched_stop.empty()) c.text_tail = text.Finish();
       if (c.finish != FinishReason::kNone || c.tokens.size() == per_chunk) {
         sum.Append(out.Push(c));
         c = GenerationChunk();
@@ -249,6 +260,9 @@ TEST_F(ChoiceOutputTest, ReasoningTokensAreCounted) {
     o.reasoning_starts_open = open;
     ChoiceOutput out(*tokenizer_, o);
     GenerationChunk c;
+    OutputText text(*tokenizer_, {});
+    for (int32_t id : ids) c.text.push_back(text.Push(id).text);
+    c.text_tail = text.Finish();
     c.tokens = std::move(ids);
     c.finish = FinishReason::kLength;
     out.Push(c);

@@ -51,24 +51,8 @@ Result<std::string> ServedModel::RenderChat(const nlohmann::ordered_json& messag
   if (template_takes_clear_thinking && !cr.kwargs.contains("clear_thinking")) {
     cr.kwargs["clear_thinking"] = clear_thinking;
   }
-  cr.bos_token = bos_token;
-  cr.eos_token = eos_token;
-  return chat_template->Render(MakeChatContext(cr));
+  return chat_template->Render(std::move(cr));
 }
-
-namespace {
-
-// Renders a one-message conversation with no kwargs: does the prompt leave `<think>` open?
-bool TemplateOpensReasoning(const ServedModel& m) {
-  ChatRequest r;
-  r.messages.push_back({{"role", "user"}, {"content", "1+1="}});
-  r.bos_token = m.bos_token;
-  r.eos_token = m.eos_token;
-  auto prompt = m.chat_template->Render(MakeChatContext(r));
-  return prompt.ok() && PromptOpensReasoning(*prompt);
-}
-
-}  // namespace
 
 Result<std::unique_ptr<ServedModel>> LoadServedModel(std::string name, const std::string& dir,
                                                      std::unique_ptr<Engine> engine,
@@ -80,27 +64,15 @@ Result<std::unique_ptr<ServedModel>> LoadServedModel(std::string name, const std
       std::make_unique<ServedModel>(std::move(name), dir, std::move(engine), std::move(tokenizer));
   if (fs::exists(fs::path(dir) / "tokenizer_config.json")) {
     MX_ASSIGN_OR_RETURN(TokenizerChatConfig tc, LoadTokenizerChatConfig(dir));
-    m->bos_token = tc.bos_token;
     m->eos_token = tc.eos_token;
-    if (!tc.chat_template.empty()) {
-      auto t = ChatTemplate::Parse(tc.chat_template, dir + "/tokenizer_config.json:chat_template");
-      if (!t.ok()) return t.status();
-      m->chat_template.emplace(std::move(*t));
-    }
   }
-  if (!chat_template_file.empty()) {
-    std::ifstream f(chat_template_file, std::ios::binary);
-    if (!f) return IoError("--chat-template {}: cannot open it", chat_template_file);
-    std::ostringstream text;
-    text << f.rdbuf();
-    auto t = ChatTemplate::Parse(text.str(), chat_template_file);
-    if (!t.ok()) return t.status();
-    m->chat_template.emplace(std::move(*t));
-  }
+  MX_ASSIGN_OR_RETURN(m->chat_template, LoadChatFormat(dir, chat_template_file));
   if (m->chat_template) {
-    m->thinking_default = TemplateOpensReasoning(*m);
+    // Does a one-message conversation with no kwargs leave `<think>` open?
+    auto prompt = m->chat_template->RenderUser("1+1=");
+    m->thinking_default = prompt.ok() && PromptOpensReasoning(*prompt);
     m->template_takes_clear_thinking =
-        m->chat_template->source().find("clear_thinking") != std::string::npos;
+        m->chat_template->tmpl.source().find("clear_thinking") != std::string::npos;
   }
   return m;
 }

@@ -32,9 +32,8 @@ struct ServedModel {
   std::string dir;
   std::unique_ptr<Engine> engine;
   tok::Tokenizer tokenizer;
-  std::optional<ChatTemplate> chat_template;  // none: chat requests are a 400
-  std::string bos_token;
-  std::string eos_token;
+  std::optional<ChatFormat> chat_template;  // none: chat requests are a 400
+  std::string eos_token;                    // tokenizer_config.json's (grammars' EOS fallback)
   // Whether the chat template opens a `<think>` block when a request does not say
   // (chat_template_kwargs.enable_thinking absent): the model's own default, which the web page
   // starts from. False without a template.

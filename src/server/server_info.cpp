@@ -1,6 +1,11 @@
 // The /get_server_info document.
 #include "server/server_info.h"
 
+#include <string_view>
+#include <variant>
+
+#include "server/metrics.h"
+
 namespace mx::server {
 namespace {
 
@@ -18,7 +23,7 @@ Json Percentiles(const Histogram& h) {
 Json ModelJson(const ServedModel& m) {
   const ModelInfo& i = m.info;
   const EngineStats s = m.engine->Stats();
-  return Json{
+  Json j{
       {"name", m.name},
       {"dir", m.dir},
       {"architecture", i.architecture},
@@ -29,47 +34,36 @@ Json ModelJson(const ServedModel& m) {
       {"context_window", m.engine->context_window()},
       {"chat_template", m.chat_template.has_value()},
       {"thinking_default", m.thinking_default},
-      {"requests",
-       {{"running", s.running},
-        {"queued", s.queued},
-        {"finished", s.requests_finished},
-        {"aborted", s.requests_aborted},
-        {"rejected", s.requests_rejected},
-        {"client_disconnects", m.metrics.aborted_by_client.load()},
-        {"accepted", m.metrics.requests_total.load()}}},
-      {"kv_cache",
-       {{"pages_used", s.kv_pages_used},
-        {"pages_total", s.kv_pages_total},
-        {"page_size", s.kv_page_size},
-        {"usage", KvUsageRatio(s)},
-        {"retractions", s.retractions}}},
-      {"radix_cache",
-       {{"hit_rate", CacheHitRate(s)},
-        {"hit_tokens", s.radix_hit_tokens},
-        {"lookups", s.radix_lookups}}},
-      {"speculative",
-       {{"accept_length", s.spec_accept_length_mean},
-        {"drafts_proposed", s.spec_drafts_proposed},
-        {"tokens_accepted", s.spec_tokens_accepted},
-        {"auto", s.spec_auto},
-        {"num_steps", s.spec_steps_chosen},
-        {"probe", s.spec_probe},
-        {"estimate_tokens_per_second", s.spec_estimate_tokens_per_s},
-        {"estimate_off_tokens_per_second", s.spec_estimate_off_tokens_per_s},
-        {"estimate_accept_length", s.spec_estimate_accept_length},
-        {"steps_histogram", s.spec_steps_histogram},
-        {"mtp_seconds", s.spec_mtp_seconds},
-        {"mtp_rows", s.spec_mtp_rows}}},
-      {"forward_seconds", s.forward_seconds},
-      {"tokens",
-       {{"prompt_total", s.prompt_tokens_total},
-        {"generation_total", s.generation_tokens_total},
-        {"cached_prompt_total", s.cached_prompt_tokens_total}}},
-      {"latency_seconds",
-       {{"ttft", Percentiles(m.metrics.ttft)},
-        {"itl", Percentiles(m.metrics.itl)},
-        {"e2e", Percentiles(m.metrics.e2e)}}},
   };
+  // The engine's and server's figures, placed as metrics.h's table says.
+  for (const ModelStatRow& row : ModelStatTable()) {
+    if (row.json == nullptr) continue;
+    const std::string_view path = row.json;
+    const size_t slash = path.find('/');
+    Json& at = slash == std::string_view::npos ? j : j[std::string(path.substr(0, slash))];
+    const std::string leaf(slash == std::string_view::npos ? path : path.substr(slash + 1));
+    std::visit([&](const auto& v) { at[leaf] = v; }, row.value(s, m.metrics));
+  }
+  j["latency_seconds"] = {{"ttft", Percentiles(m.metrics.ttft)},
+                          {"itl", Percentiles(m.metrics.itl)},
+                          {"e2e", Percentiles(m.metrics.e2e)}};
+  return j;
+}
+
+// The rows the web page shows in its totals line: key (the field), label, path in a model.
+Json WebTotals() {
+  Json list = Json::array();
+  for (const ModelStatRow& row : ModelStatTable()) {
+    if (row.web == nullptr || row.json == nullptr) continue;
+    const std::string_view path = row.json;
+    const size_t slash = path.find('/');
+    list.push_back(
+        {{"key", std::string(slash == std::string_view::npos ? path : path.substr(slash + 1))},
+         {"label", row.web},
+         {"path", row.json},
+         {"help", row.help}});
+  }
+  return list;
 }
 
 }  // namespace
@@ -87,7 +81,8 @@ Json ServerInfoJson(const ServerState& state,
               {"auth", state.auth},
               {"uptime_seconds", state.uptime_seconds},
               {"default_model", state.default_model},
-              {"models", std::move(list)}};
+              {"models", std::move(list)},
+              {"totals", WebTotals()}};
 }
 
 }  // namespace mx::server

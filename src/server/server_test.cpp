@@ -659,6 +659,17 @@ TEST(Server, ServerInfoHasTheStatusFields) {
   EXPECT_EQ(m["speculative"]["estimate_tokens_per_second"], 150.0);
   EXPECT_EQ(m["speculative"]["estimate_off_tokens_per_second"], 100.0);
   EXPECT_EQ(m["speculative"]["steps_histogram"], Json::array({7, 0, 0, 5}));
+  // The web page's totals line, from the server's one table of metrics (metrics.h).
+  std::vector<std::string> keys;
+  for (const Json& t : j["totals"]) {
+    keys.push_back(t["key"]);
+    const std::string path = t["path"];
+    const size_t slash = path.find('/');
+    EXPECT_TRUE(m[path.substr(0, slash)][path.substr(slash + 1)].is_number_integer()) << path;
+  }
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"accepted", "finished", "aborted", "client_disconnects",
+                                      "prompt_total", "generation_total", "cached_prompt_total"}));
   const int64_t generated = m["tokens"]["generation_total"];
   EXPECT_GT(generated, 0);
   EXPECT_GT(m["tokens"]["prompt_total"].get<int64_t>(), 0);
@@ -710,7 +721,7 @@ void ExpectChat400(H& h, const std::string& field, const std::string& want) {
 // and not; sglang and vLLM fields; bad constraints are 400s that name the problem.
 TEST(Server, StructuredOutputOnTheBundledModel) {
   EngineOptions eo;
-  eo.model_dir = kModelDir;
+  eo.model.model_dir = kModelDir;
   eo.threads = 1;
   eo.page_size = 4;
   eo.max_total_tokens = 4096;
@@ -814,7 +825,7 @@ TEST(Server, GrammarLimitsAreFourHundredsAndTheServerKeepsServing) {
 // and sampled, streaming giving the same calls.
 TEST(Server, ForcedToolCallsOnTheBundledModel) {
   EngineOptions eo;
-  eo.model_dir = kModelDir;
+  eo.model.model_dir = kModelDir;
   eo.threads = 1;
   eo.page_size = 4;
   eo.max_total_tokens = 8192;

@@ -33,9 +33,9 @@ struct Harness {
     std::vector<int32_t> script = tok->Encode(script_text);
     const int32_t eos = *tok->TokenId("<|endoftext|>");
     script.push_back(eos);
-    auto engine =
-        std::make_unique<testing::FakeEngine>(script, std::vector<int32_t>{eos}, step, max_active,
-                                              /*context=*/512);
+    auto engine = std::make_unique<testing::FakeEngine>(
+        script, std::vector<int32_t>{eos}, step, max_active, /*context=*/512,
+        std::make_shared<const tok::Tokenizer>(std::move(*tok)));
     shared = engine->shared();
     Start(std::move(engine), std::move(o), ready);
   }

@@ -1,6 +1,7 @@
 // ChatTemplate: the Jinja engine bound to Hugging Face's chat-template conventions.
 #include "tokenizer/chat_template.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -98,6 +99,44 @@ Result<TokenizerChatConfig> LoadTokenizerChatConfig(const std::string& model_dir
   MX_ASSIGN_OR_RETURN(out.bos_token, TokenString(cfg, "bos_token", path));
   MX_ASSIGN_OR_RETURN(out.eos_token, TokenString(cfg, "eos_token", path));
   return out;
+}
+
+Result<std::string> ChatFormat::Render(ChatRequest request) const {
+  request.bos_token = bos_token;
+  request.eos_token = eos_token;
+  return tmpl.Render(MakeChatContext(request));
+}
+
+Result<std::string> ChatFormat::RenderUser(const std::string& content,
+                                           nlohmann::ordered_json kwargs) const {
+  ChatRequest r;
+  r.messages.push_back({{"role", "user"}, {"content", content}});
+  r.kwargs = std::move(kwargs);
+  return Render(std::move(r));
+}
+
+Result<std::optional<ChatFormat>> LoadChatFormat(const std::string& model_dir,
+                                                 const std::string& template_file) {
+  ChatFormat f;
+  std::string source, name;
+  if (!model_dir.empty() && std::filesystem::exists(model_dir + "/tokenizer_config.json")) {
+    MX_ASSIGN_OR_RETURN(TokenizerChatConfig tc, LoadTokenizerChatConfig(model_dir));
+    f.bos_token = tc.bos_token;
+    f.eos_token = tc.eos_token;
+    source = std::move(tc.chat_template);
+    name = model_dir + "/tokenizer_config.json:chat_template";
+  }
+  if (!template_file.empty()) {
+    std::ifstream in(template_file, std::ios::binary);
+    if (!in) return IoError("{}: cannot open the chat template", template_file);
+    std::ostringstream text;
+    text << in.rdbuf();
+    source = text.str();
+    name = template_file;
+  }
+  if (source.empty()) return std::optional<ChatFormat>();
+  MX_ASSIGN_OR_RETURN(f.tmpl, ChatTemplate::Parse(std::move(source), std::move(name)));
+  return std::optional<ChatFormat>(std::move(f));
 }
 
 }  // namespace mx

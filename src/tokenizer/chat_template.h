@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -62,5 +63,27 @@ struct TokenizerChatConfig {
 // {name, template} (the entry named "default" is used); bos/eos may be strings or
 // {"content": ...} objects. Errors name the file and field.
 Result<TokenizerChatConfig> LoadTokenizerChatConfig(const std::string& model_dir);
+
+// A model's chat format: its template with the checkpoint's bos / eos tokens. Render is the one
+// function every request's prompt is rendered with: the server's chat routes (chat completions,
+// Messages, Responses) and tokenize endpoints through ServedModel::RenderChat, `generate
+// --chat`, `chat-template`, the benches and the tests' chat prompts.
+struct ChatFormat {
+  ChatTemplate tmpl;
+  std::string bos_token;  // empty: not defined
+  std::string eos_token;
+  // `request` with its bos / eos tokens set from this format.
+  Result<std::string> Render(ChatRequest request) const;
+  // One user message (with `kwargs`, chat_template_kwargs) and the generation prompt.
+  Result<std::string> RenderUser(
+      const std::string& content,
+      nlohmann::ordered_json kwargs = nlohmann::ordered_json::object()) const;
+};
+
+// MODEL_DIR/tokenizer_config.json's template and tokens (the file is optional; MODEL_DIR may be
+// empty); a non-empty `template_file` (a Jinja file) replaces the template. nullopt: no template.
+// Errors name the file (a parse error its line and column).
+Result<std::optional<ChatFormat>> LoadChatFormat(const std::string& model_dir,
+                                                 const std::string& template_file = "");
 
 }  // namespace mx

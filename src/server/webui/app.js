@@ -85,15 +85,13 @@ const TILES = [
   ['itl', 'ITL p50 / p90 / p99', (m) => fmtPercentiles(m.latency_seconds.itl),
     (m) => m.latency_seconds.itl.p50],
 ];
-const TOTALS = [
-  ['accepted', 'requests', (m) => m.requests.accepted],
-  ['finished', 'finished', (m) => m.requests.finished],
-  ['aborted', 'aborted', (m) => m.requests.aborted],
-  ['client_disconnects', 'client disconnects', (m) => m.requests.client_disconnects],
-  ['prompt_total', 'prompt tokens', (m) => m.tokens.prompt_total],
-  ['generation_total', 'generated tokens', (m) => m.tokens.generation_total],
-  ['cached_prompt_total', 'cached prompt tokens', (m) => m.tokens.cached_prompt_total],
-];
+// The totals line: key, label and value of each row /get_server_info lists in `totals` (the
+// server's one table of metrics, server/metrics.cpp), set at each poll.
+let TOTALS = [];
+function setTotals(list) {
+  TOTALS = (list || []).map((t) => [t.key, t.label,
+    (m) => t.path.split('/').reduce((o, k) => (o == null ? o : o[k]), m)]);
+}
 
 function sparkline() {
   const svg = document.createElementNS(SVG_NS, 'svg');
@@ -247,6 +245,7 @@ async function poll() {
     $('server-meta').textContent = `${info.server} ${info.version} · up ${fmtUptime(info.uptime_seconds)}` +
       ` · ${info.models.length} model(s)${info.auth ? ' · API key on' : ''}`;
     const now = Date.now();
+    setTotals(info.totals);
     for (const m of info.models) renderModel(m, now);
     syncModelSelect(info.models.map((m) => m.name), info.default_model);
     modelsByName = new Map(info.models.map((m) => [m.name, m]));
