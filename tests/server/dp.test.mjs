@@ -75,5 +75,7 @@ test('bad --dp and --load-balance-method are refused at start naming the flag', 
   assert.match(bad.stderr, /--load-balance-method 'fastest'/);
   const huge = run('--dp', '100000');
   assert.equal(huge.status, 1);
-  assert.match(huge.stderr, /--dp 100000: 100000 replicas need about .* GiB/);
+  // The memory plan refuses it before anything loads, naming --dp among the flags to change.
+  assert.match(huge.stderr, /the memory plan does not fit: the model needs .* GiB/);
+  assert.match(huge.stderr, /fewer --dp replicas \(each holds its own weights and KV; now 100000\)/);
 });
