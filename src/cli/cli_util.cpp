@@ -20,21 +20,10 @@ void ThrowFlagError(const std::string& flag, const Status& why) {
 
 void AddKernelFlags(CLI::App* sub, std::optional<KernelLevel>* kernels,
                     GemmActivations* activations) {
-  sub->add_option_function<std::string>(
-      "--kernels",
-      [kernels](const std::string& v) {
-        auto level = ParseKernelLevel(v);
-        if (!level.ok()) ThrowFlagError("--kernels", level.status());
-        *kernels = *level;
-      },
-      "force a kernel level: ref|avx2|avx512 (default: this CPU's best)");
-  sub->add_option_function<std::string>(
-      "--gemm-activations",
-      [activations](const std::string& v) {
-        auto a = ParseGemmActivations(v);
-        if (!a.ok()) ThrowFlagError("--gemm-activations", a.status());
-        *activations = *a;
-      },
+  AddParsedOption(sub, "--kernels", kernels, ParseKernelLevel,
+                  "force a kernel level: ref|avx2|avx512 (default: this CPU's best)");
+  AddParsedOption(
+      sub, "--gemm-activations", activations, ParseGemmActivations,
       fmt::format("how bf16-weight GEMMs take activations: bf16 (rounded, one bf16 dot per "
                   "product, as llama.cpp/vLLM/sglang) or fp32 (exact, ~3x slower prefill); "
                   "default {}",

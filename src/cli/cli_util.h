@@ -20,6 +20,21 @@ namespace mx::cli {
 // message naming the flag and `why` (for an option function's callback).
 [[noreturn]] void ThrowFlagError(const std::string& flag, const Status& why);
 
+// `flag` parsed by `parse` (string -> Result<T>) into *out as it is read; a value that does not
+// parse ends the command line's parse naming the flag (ThrowFlagError).
+template <typename T, typename Parse>
+CLI::Option* AddParsedOption(CLI::App* sub, const std::string& flag, T* out, Parse parse,
+                             const std::string& help) {
+  return sub->add_option_function<std::string>(
+      flag,
+      [flag, out, parse](const std::string& v) {
+        auto r = parse(v);
+        if (!r.ok()) ThrowFlagError(flag, r.status());
+        *out = *r;
+      },
+      help);
+}
+
 // --kernels and --gemm-activations on a verb, parsed into the enums as they are read (an
 // unknown value is an error naming it). The help shows *activations as the default.
 void AddKernelFlags(CLI::App* sub, std::optional<KernelLevel>* kernels,

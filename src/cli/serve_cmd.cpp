@@ -531,14 +531,8 @@ VerbRun SetupServe(CLI::App& app) {
                   "fraction of free memory for the KV pool")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  sub->add_option_function<std::string>(
-      "--kv-cache-dtype",
-      [&e](const std::string& v) {
-        auto d = ParseKvCacheDtype(v);
-        if (!d.ok()) ThrowFlagError("--kv-cache-dtype", d.status());
-        e.kv_cache_dtype = *d;
-      },
-      "auto|bf16|fp8_e4m3|fp8_e4m3fnuz (default auto = bf16)");
+  AddParsedOption(sub, "--kv-cache-dtype", &e.kv_cache_dtype, ParseKvCacheDtype,
+                  "auto|bf16|fp8_e4m3|fp8_e4m3fnuz (default auto = bf16)");
   auto* dry_run =
       sub->add_flag("--dry-run", a->dry_run,
                     "print the memory plan (weights by format and where they live, KV bytes per "
@@ -559,23 +553,12 @@ VerbRun SetupServe(CLI::App& app) {
                   "(measured costs); 0: off")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  sub->add_option_function<std::string>(
-      "--schedule-policy",
-      [&e](const std::string& v) {
-        auto p = ParseSchedulePolicy(v);
-        if (!p.ok()) ThrowFlagError("--schedule-policy", p.status());
-        e.schedule_policy = *p;
-      },
-      "fcfs|lpm (default fcfs)");
+  AddParsedOption(sub, "--schedule-policy", &e.schedule_policy, ParseSchedulePolicy,
+                  "fcfs|lpm (default fcfs)");
   sub->add_flag("--disable-radix-cache", e.disable_radix_cache);
-  sub->add_option_function<std::string>(
-      "--speculative-algorithm",
-      [&e](const std::string& v) {
-        auto algo = ParseSpeculativeAlgorithm(v);
-        if (!algo.ok()) ThrowFlagError("--speculative-algorithm", algo.status());
-        e.speculative.algorithm = *algo;
-      },
-      "MTP (aliases EAGLE, NEXTN): speculative decoding with the model's MTP layer");
+  AddParsedOption(sub, "--speculative-algorithm", &e.speculative.algorithm,
+                  ParseSpeculativeAlgorithm,
+                  "MTP (aliases EAGLE, NEXTN): speculative decoding with the model's MTP layer");
   sub->add_option_function<std::string>(
       "--speculative-num-steps",
       [&e](const std::string& v) {
