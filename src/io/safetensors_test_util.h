@@ -48,13 +48,34 @@ inline std::vector<uint8_t> ReadBytes(const std::string& path) {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
 }
 
-// A fresh empty directory under the test temp dir, unique per call.
+// The directories FreshTempDir made, removed when the test binary exits, so that repeated
+// test runs leave nothing behind in the temp dir.
+class TempDirsRemovedAtExit {
+ public:
+  TempDirsRemovedAtExit() = default;
+  TempDirsRemovedAtExit(const TempDirsRemovedAtExit&) = delete;
+  TempDirsRemovedAtExit& operator=(const TempDirsRemovedAtExit&) = delete;
+  ~TempDirsRemovedAtExit() {
+    for (const auto& d : dirs_) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  }
+  void Add(const std::filesystem::path& d) { dirs_.push_back(d); }
+
+ private:
+  std::vector<std::filesystem::path> dirs_;
+};
+
+// A fresh empty directory under the test temp dir, unique per call; removed at exit.
 inline std::string FreshTempDir(std::string_view tag) {
   static int counter = 0;
+  static TempDirsRemovedAtExit made;
   auto p = std::filesystem::path(::testing::TempDir()) /
            fmt::format("mx_io_{}_{}_{}", tag, ::getpid(), counter++);
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
+  made.Add(p);
   return p.string();
 }
 

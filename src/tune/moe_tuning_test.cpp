@@ -13,6 +13,8 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "io/safetensors_test_util.h"
+
 namespace mx {
 namespace {
 
@@ -38,11 +40,9 @@ MoeTuneTable SampleTable() {
   return t;
 }
 
-// Writes `text` to a fresh file and returns its path.
+// Writes `text` to `name` in this process's temp dir (removed at exit) and returns its path.
 std::string WriteTemp(const std::string& name, const std::string& text) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("mx_moe_tuning_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  static const fs::path dir = testing_util::FreshTempDir("moe_tuning");
   const std::string path = (dir / name).string();
   std::ofstream(path) << text;
   return path;
