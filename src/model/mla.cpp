@@ -170,16 +170,16 @@ void ReserveWorkers(MlaScratch& s, int workers, int64_t m, int64_t n) {
 
 // y_h [m, n] (at y + h·y_head, row stride ldy) = x_h [m, k] (at x + h·x_head, row stride ldx) ·
 // W_hᵀ for every head h, with the kernels of `kt`, W_h the n rows of `w` from w_first + h·w_head.
-// For bf16 / fp32 weights one pool call over the heads, each head's GEMM on one worker (a decode
-// step makes 2 such calls per layer instead of 2·H threaded GEMMs); the kernel computes every
-// element as the threaded GEMM does, so the results are the same bits. MXFP4, FP8: a threaded
-// Linear per head through `tmp`.
+// For bf16 / fp32 / FP8 weights one pool call over the heads, each head's GEMM on one worker (a
+// decode step makes 2 such calls per layer instead of 2·H threaded GEMMs); the kernel computes
+// every element as the threaded GEMM does, so the results are the same bits. MXFP4: a threaded
+// Linear per head through `tmp` (its kernel takes Q8 activations).
 void PerHeadGemm(const LayerContext& ctx, const KernelTable& kt, const float* x, int64_t ldx,
                  int64_t x_head, int64_t m, const LinearWeight& w, int64_t w_first, int64_t w_head,
                  int64_t n, float* y, int64_t ldy, int64_t y_head, std::vector<float>& tmp) {
   OpTimer t(ctx.opts.profile, Op::kKvB);
   const int64_t H = (w.n - w_first - n) / w_head + 1, k = w.k;
-  if (w.dtype != DType::kBF16 && w.dtype != DType::kF32) {
+  if (w.dtype != DType::kBF16 && w.dtype != DType::kF32 && w.dtype != DType::kF8_E4M3) {
     // Staged through tmp where x or y is not the contiguous [m, k] / [m, n] Linear takes.
     const bool direct_x = x_head == 0 && ldx == k, direct_y = ldy == n;
     float* xt = Grow(tmp, (direct_x ? 0 : m * k) + (direct_y ? 0 : m * n) + 1);
@@ -207,6 +207,12 @@ void PerHeadGemm(const LayerContext& ctx, const KernelTable& kt, const float* x,
       } else if (w.dtype == DType::kBF16) {
         kt.gemm_bf16(x + h * x_head, ldx, w.bf16 + (w_first + h * w_head) * k, k, y + h * y_head,
                      ldy, m, n, k, {});
+      } else if (w.dtype == DType::kF8_E4M3) {
+        // The packed codes' rows r0.. of head h, x and y in place: one task per head instead of
+        // a threaded Linear per head (64 pool dispatches of a 256-row GEMV each in decode).
+        const int64_t r0 = w_first + h * w_head;
+        kt.gemm_fp8(x + h * x_head, ldx, m, w.fp8p, w.fp8p_s, k, r0, r0 + n, y + h * y_head, ldy,
+                    {});
       } else {
         kt.gemm_f32(x + h * x_head, ldx, w.f32 + (w_first + h * w_head) * k, k, y + h * y_head, ldy,
                     m, n, k, {});
