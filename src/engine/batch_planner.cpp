@@ -36,9 +36,14 @@ ScheduledBatch BatchPlanner::Plan(bool want_mtp_rows) {
   shape_.decode_rows = std::ssize(batch);
   PlanPrefill(batch, want_mtp_rows);
   shape_.prefill_tokens = 0;
+  double positions = 0.0;
   for (size_t i = static_cast<size_t>(shape_.decode_rows); i < batch.size(); ++i) {
-    shape_.prefill_tokens += batch[i].second;
+    const auto [r, n] = batch[i];
+    shape_.prefill_tokens += n;
+    positions += StepCosts::MidContext(r->kv_len, n) * static_cast<double>(n);
   }
+  shape_.prefill_context =
+      shape_.prefill_tokens > 0 ? positions / static_cast<double>(shape_.prefill_tokens) : 0.0;
   return batch;
 }
 
@@ -95,20 +100,45 @@ ScheduledBatch BatchPlanner::PlanDecode() {
   return batch;
 }
 
-void BatchPlanner::PlanPrefill(ScheduledBatch& batch, bool want_mtp_rows) {
-  int64_t budget = cfg_.chunked_prefill_size;
-  if (!batch.empty() && cfg_.max_decode_gap_s > 0.0) {
-    budget = costs_.PrefillBudget(cfg_.max_decode_gap_s, cfg_.min_prefill_chunk, budget);
+BatchPlanner::PrefillBudget BatchPlanner::MakePrefillBudget(int64_t decode_rows) const {
+  PrefillBudget b;
+  b.tokens = cfg_.chunked_prefill_size;
+  b.paced = decode_rows > 0 && cfg_.max_decode_gap_s > 0.0;
+  if (b.paced) {
+    const double decode = costs_.DecodeSeconds(decode_rows);
+    b.seconds = decode < 0.0 ? 0.0 : cfg_.max_decode_gap_s - decode;  // unknown: the minimum
   }
+  return b;
+}
+
+int64_t BatchPlanner::ChunkLimit(const PrefillBudget& budget, int64_t start, int64_t want) const {
+  int64_t n = std::min(want, budget.tokens);
+  if (!budget.paced || n <= 0) return std::max<int64_t>(n, 0);
+  const int64_t fit = costs_.TokensWithin(budget.seconds, start, n);  // -1: unknown cost
+  const int64_t floor = budget.chunked ? 0 : std::min(cfg_.min_prefill_chunk, n);
+  return std::max(floor, std::max<int64_t>(fit, 0));
+}
+
+void BatchPlanner::AddChunk(ScheduledRequest& r, PrefillBudget& budget, ScheduledBatch& batch) {
+  const int64_t n = GrowChunk(r, ChunkLimit(budget, r.kv_len, r.remaining()));
+  if (n == 0) return;
+  batch.push_back({&r, n});
+  budget.tokens -= n;
+  budget.chunked = true;
+  if (budget.paced) {
+    const double cost = costs_.ChunkSeconds(r.kv_len, n);
+    budget.seconds = cost < 0.0 ? 0.0 : budget.seconds - cost;
+  }
+}
+
+void BatchPlanner::PlanPrefill(ScheduledBatch& batch, bool want_mtp_rows) {
+  PrefillBudget budget = MakePrefillBudget(std::ssize(batch));
   for (auto& rp : running_) {
     ScheduledRequest& r = *rp;
-    if (r.remaining() <= 1 || budget <= 0) continue;
-    const int64_t n = GrowChunk(r, std::min(r.remaining(), budget));
-    if (n == 0) continue;
-    batch.push_back({&r, n});
-    budget -= n;
+    if (r.remaining() <= 1 || !budget.Open()) continue;
+    AddChunk(r, budget, batch);
   }
-  while (budget > 0 && !waiting_.empty() &&
+  while (budget.Open() && !waiting_.empty() &&
          static_cast<int32_t>(running_.size()) < cfg_.max_running_requests) {
     if (!TryAdmit(budget, batch, want_mtp_rows)) break;
   }
@@ -143,7 +173,7 @@ size_t BatchPlanner::PickWaiting() {
   return best;
 }
 
-bool BatchPlanner::TryAdmit(int64_t& budget, ScheduledBatch& batch, bool want_mtp_rows) {
+bool BatchPlanner::TryAdmit(PrefillBudget& budget, ScheduledBatch& batch, bool want_mtp_rows) {
   const size_t wi = PickWaiting();
   ScheduledRequest& r = *waiting_[wi];
   const RadixCache::MatchResult m = cache_.LockPrefix(CacheableTokens(r), want_mtp_rows);
@@ -163,10 +193,7 @@ bool BatchPlanner::TryAdmit(int64_t& budget, ScheduledBatch& batch, bool want_mt
     stats_.counters.radix_hit_tokens += m.tokens;
   }
   running_.push_back(std::move(owned));
-  const int64_t n = GrowChunk(r, std::min(r.remaining(), budget));
-  if (n == 0) return true;  // admitted; no chunk yet
-  batch.push_back({&r, n});
-  budget -= n;
+  AddChunk(r, budget, batch);  // none when pages or the budget allow none: admitted all the same
   return true;
 }
 

@@ -4,10 +4,12 @@
 //     evicting the cache leaves none, the youngest running request is retracted (its computed
 //     pages go to the radix cache, it returns to the head of the queue);
 //   prefill: chunks of requests mid-prefill (oldest first), then new admissions (fcfs, or
-//     longest cached prefix first with lpm), up to chunked_prefill_size tokens in all (with
-//     decode rows in the step and max_decode_gap_s set: up to what the measured StepCosts say
-//     ends the step within that gap, so a long prompt cannot starve the streams); a chunk
-//     shrinks to the pages that can be had (CacheManager::Fit).
+//     longest cached prefix first with lpm), up to chunked_prefill_size tokens in all; with
+//     decode rows in the step and max_decode_gap_s set, also up to what the measured StepCosts
+//     say ends the step within that gap (the decode rows' cost, then each chunk priced at its
+//     own context), the step's first chunk at least min_prefill_chunk, so a long prompt can
+//     neither starve the streams nor stall; a chunk shrinks to the pages that can be had
+//     (CacheManager::Fit).
 // Admission reserves, for every running request, pages for its future tokens estimated as
 // new_token_ratio · (max_tokens − generated) (sglang's PrefillAdder; the ratio decays each
 // step and rises after a retraction).
@@ -38,6 +40,7 @@ class BatchPlanner {
   struct Shape {
     int64_t decode_rows = 0;
     int64_t prefill_tokens = 0;
+    double prefill_context = 0.0;  // the prompt tokens' mean position (StepCosts::MidContext)
   };
 
   // The next forward's rows: decode first, then prefill chunks. Empty when nothing can run
@@ -52,10 +55,25 @@ class BatchPlanner {
 
  private:
   ScheduledBatch PlanDecode();
+  // What the step's prompt chunks may still take: tokens, and with `paced` (decode rows in the
+  // step, a gap set) seconds of predicted step time.
+  struct PrefillBudget {
+    int64_t tokens = 0;
+    bool paced = false;
+    double seconds = 0.0;
+    bool chunked = false;  // a chunk was taken this step
+    bool Open() const { return tokens > 0 && (!paced || seconds > 0.0 || !chunked); }
+  };
+  PrefillBudget MakePrefillBudget(int64_t decode_rows) const;
+  // The tokens (at most `want`) a chunk starting at position `start` may have under `budget`.
+  int64_t ChunkLimit(const PrefillBudget& budget, int64_t start, int64_t want) const;
+  // Schedules r's chunk of at most ChunkLimit tokens (shrunk to the pages that can be had) and
+  // charges it to `budget`.
+  void AddChunk(ScheduledRequest& r, PrefillBudget& budget, ScheduledBatch& batch);
   void PlanPrefill(ScheduledBatch& batch, bool want_mtp_rows);
   // Admits one waiting request when its pages fit (with a first chunk when pages allow);
   // false when it does not fit.
-  bool TryAdmit(int64_t& budget, ScheduledBatch& batch, bool want_mtp_rows);
+  bool TryAdmit(PrefillBudget& budget, ScheduledBatch& batch, bool want_mtp_rows);
   size_t PickWaiting();
   // Pages the running requests are expected to need beyond the ones they hold.
   int64_t Reserved() const;

@@ -67,8 +67,8 @@ int64_t ChunkOf(const ScheduledBatch& b, RequestId id) {
 
 TEST(BatchPlanner, WithoutDecodeRowsAPromptGetsTheWholeChunk) {
   Fixture f(0.05);
-  f.costs.Observe(2, 0, 0.010);
-  f.costs.Observe(2, 100, 0.110);  // 1 ms per token
+  f.costs.Observe(2, 0, 0.0, 0.010);
+  f.costs.Observe(2, 100, 50.0, 0.110);  // 1 ms per token
   f.waiting.push_back(Request(1, 2000));
   const ScheduledBatch b = f.planner->Plan();
   EXPECT_EQ(ChunkOf(b, 1), 512);
@@ -78,8 +78,8 @@ TEST(BatchPlanner, WithoutDecodeRowsAPromptGetsTheWholeChunk) {
 
 TEST(BatchPlanner, DecodeRowsCutThePromptChunkToTheGap) {
   Fixture f(0.05);
-  f.costs.Observe(2, 0, 0.010);
-  f.costs.Observe(2, 100, 0.110);  // 1 ms per token: (50 - 10) ms leaves 40 tokens
+  f.costs.Observe(2, 0, 0.0, 0.010);
+  f.costs.Observe(2, 100, 50.0, 0.110);  // 1 ms per token: (50 - 10) ms leaves 40 tokens
   f.AddDecoding(1);
   f.AddDecoding(2);
   f.waiting.push_back(Request(3, 2000));
@@ -96,13 +96,53 @@ TEST(BatchPlanner, UnknownCostsGiveTheMinimumChunkAndAZeroGapTurnsTheLimitOff) {
   cold.AddDecoding(1);
   cold.waiting.push_back(Request(2, 2000));
   EXPECT_EQ(ChunkOf(cold.planner->Plan(), 2), 16);
+  EXPECT_EQ(cold.planner->last_shape().prefill_context, 7.5);  // positions 0..15
 
   Fixture off(0.0);
-  off.costs.Observe(2, 0, 0.010);
-  off.costs.Observe(2, 100, 0.110);
+  off.costs.Observe(2, 0, 0.0, 0.010);
+  off.costs.Observe(2, 100, 50.0, 0.110);
   off.AddDecoding(1);
   off.waiting.push_back(Request(2, 2000));
   EXPECT_EQ(ChunkOf(off.planner->Plan(), 2), 512);
+}
+
+// Two prompts mid-prefill at different contexts: each chunk is priced at its own context, and
+// the second gets what the first leaves of the gap.
+TEST(BatchPlanner, EachChunkIsPricedAtItsOwnContext) {
+  Fixture f(0.0515);
+  f.cfg.min_prefill_chunk = 4;  // below every chunk here
+  f.costs.Observe(2, 0, 0.0, 0.010);
+  f.costs.Observe(2, 100, 50.0, 0.110);   // 1 ms per token below 512
+  f.costs.Observe(2, 10, 1500.0, 0.040);  // 3 ms per token at 1k–2k
+  f.AddDecoding(1);
+  f.AddDecoding(2);
+  f.waiting.push_back(Request(3, 1500));  // both fit the 4,096-token pool's reservations
+  f.waiting.push_back(Request(4, 1500));
+  ScheduledBatch b = f.planner->Plan();
+  EXPECT_EQ(ChunkOf(b, 3), 41);  // (51.5 - 10) ms at 1 ms a token
+  EXPECT_EQ(ChunkOf(b, 4), 0);   // 0.5 ms left: no token fits
+  // Prompt 3 has reached position 1,200 (as if its chunks ran); prompt 4 is at 0.
+  ASSERT_EQ(f.running[2]->id, 3);
+  f.running[2]->kv_len = 1200;
+  b = f.planner->Plan();
+  EXPECT_EQ(ChunkOf(b, 3), 13);  // 41.5 ms at 3 ms a token: 13 (39 ms) ...
+  EXPECT_EQ(ChunkOf(b, 4), 2);   // ... and 2.5 ms left for prompt 4 at 1 ms a token
+  EXPECT_NEAR(f.planner->last_shape().prefill_context, (13 * 1206.0 + 2 * 0.5) / 15, 1e-9);
+}
+
+// The minimum chunk lets a prompt progress when the decode rows alone fill the gap, once a step.
+TEST(BatchPlanner, TheMinimumChunkIsTheFirstChunkOnly) {
+  Fixture f(0.05);
+  f.costs.Observe(2, 0, 0.0, 0.060);  // the decode rows alone exceed the 50 ms gap
+  f.costs.Observe(2, 100, 50.0, 0.160);
+  f.AddDecoding(1);
+  f.AddDecoding(2);
+  f.waiting.push_back(Request(3, 2000));
+  f.waiting.push_back(Request(4, 2000));
+  const ScheduledBatch b = f.planner->Plan();
+  EXPECT_EQ(ChunkOf(b, 3), 16);
+  EXPECT_EQ(ChunkOf(b, 4), 0);
+  EXPECT_EQ(f.running.size(), 3U);  // prompt 4 waits: no time was left to admit it
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "base/log.h"
 
 namespace mx {
 
@@ -147,7 +148,10 @@ bool Scheduler::Step() {
   std::erase_if(running_, [](const ReqPtr& r) { return r->done; });
   planner_.StepDone();
   const BatchPlanner::Shape shape = planner_.last_shape();
-  step_costs_.Observe(shape.decode_rows, shape.prefill_tokens, SecondsSince(step_start));
+  const double step_s = SecondsSince(step_start);
+  step_costs_.Observe(shape.decode_rows, shape.prefill_tokens, shape.prefill_context, step_s);
+  MX_LOG_DEBUG("step decode_rows={} prefill_tokens={} prefill_context={:.0f} ms={:.2f}",
+               shape.decode_rows, shape.prefill_tokens, shape.prefill_context, step_s * 1e3);
   return true;
 }
 

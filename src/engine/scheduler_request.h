@@ -44,10 +44,11 @@ struct SchedulerConfig {
   int32_t max_running_requests = 64;
   int64_t chunked_prefill_size = 512;
   // While requests decode, a step's prefill tokens are cut to what ends the step within this
-  // many seconds by the measured costs (StepCosts), at least min_prefill_chunk; 0: off (every
-  // step takes chunked_prefill_size).
+  // many seconds by the measured costs (StepCosts), the step's first chunk at least
+  // min_prefill_chunk (so a prompt progresses when the decode rows alone fill the gap); 0: off
+  // (every step takes chunked_prefill_size).
   double max_decode_gap_s = 0.0;
-  int64_t min_prefill_chunk = 32;
+  int64_t min_prefill_chunk = 8;
   bool lpm = false;
   bool disable_radix_cache = false;
   std::vector<int32_t> eos_ids;
