@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Mutation check (docs/testing.md): breaks each named spot on purpose, builds, runs the tests
 # that should catch it, records which fail, and reverts. Not part of `make test`: it rebuilds
-# the release tree once per mutation. Usage: scripts/mutation-check.sh [N ...] (default: all).
+# the test executables the row's regex runs (each ctest prefix `NAME.` is one module's
+# `NAME_tests`, cmake/mx_module.cmake) once per mutation, and after the last row rebuilds them
+# without it. Usage: scripts/mutation-check.sh [N ...] (default: all).
 set -u
 cd "$(git rev-parse --show-toplevel)"
 if ! git diff --quiet; then echo "mutation-check: the tree has changes; commit or stash them" >&2; exit 2; fi
@@ -19,12 +21,17 @@ MUTATIONS=(
   '11|src/engine/output_text.cpp|s/tail_\.size\(\) - found\)/tail_.size() - found - 1)/|^(engine|server)\.'
 )
 want=" $* "
+built=""
 for m in "${MUTATIONS[@]}"; do
   IFS='|' read -r n file expr regex <<<"$m"
   [[ $# -gt 0 && "$want" != *" $n "* ]] && continue
+  # ^(a|b)\. -> a_tests b_tests
+  targets=$(sed -E 's/^\^\(?([a-z_|]+)\)?\\\.$/\1/; s/\|/_tests /g; s/$/_tests/' <<<"$regex")
+  built="$built $targets"
   perl -0pi -e "$expr" "$file"
   if git diff --quiet -- "$file"; then echo "[$n] the substitution did not apply to $file" >&2; exit 3; fi
-  if ! nice -n 19 cmake --build --preset release -j2 >/tmp/mutation-$n.build 2>&1; then
+  # shellcheck disable=SC2086  # one word per target
+  if ! nice -n 19 cmake --build --preset release -j2 --target $targets >/tmp/mutation-$n.build 2>&1; then
     echo "[$n] caught at build time (see /tmp/mutation-$n.build)"
   else
     nice -n 19 ctest --preset release -R "$regex" -j2 >/tmp/mutation-$n.ctest 2>&1
@@ -36,3 +43,7 @@ for m in "${MUTATIONS[@]}"; do
   git checkout -- "$file"
 done
 git diff --quiet && echo "tree clean"
+# The last row's binaries still hold its mutation: rebuild them from the clean tree.
+# shellcheck disable=SC2086
+[[ -n "$built" ]] && nice -n 19 cmake --build --preset release -j2 --target $built >/dev/null &&
+  echo "rebuilt without the mutations:$built"
