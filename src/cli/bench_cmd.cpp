@@ -86,6 +86,7 @@ struct BenchArgs {
   double think_time_ms = 0;
   bool no_warm_system = false;
   bool no_ignore_eos = false;
+  bool accept_empty_replies = false;
   std::string sessions_html_file = "bench-sessions.html";
   // mock-server
   MockServerOptions mock;
@@ -445,6 +446,7 @@ Status ApplySessionsPreset(BenchArgs& a, const Seen& seen) {
   s.think_time_s = a.think_time_ms * 1e-3;
   s.warm_system = !a.no_warm_system;
   s.ignore_eos = !a.no_ignore_eos;
+  s.accept_empty_replies = a.accept_empty_replies;
   s.seed = a.seed;
   return Status::Ok();
 }
@@ -586,6 +588,9 @@ VerbRun SetupBench(CLI::App& app) {
                   "between a reply and the next turn (the tool running; default 0)");
   ses->add_flag("--no-ignore-eos", a->no_ignore_eos,
                 "chat: let the model stop early (default: ignore_eos, exact lengths)");
+  ses->add_flag("--accept-empty-replies", a->accept_empty_replies,
+                "a reply that streams no text completes its turn (sent back empty, TTFT = E2E, "
+                "counted as empty_replies) instead of failing it as no_output");
   ses->add_flag("--no-warm-system", a->no_warm_system,
                 "do not send the system prompt once before measuring");
   ses->add_option("--seed", a->seed, "text seed");

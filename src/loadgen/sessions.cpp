@@ -229,6 +229,13 @@ Result<SessionsRun> RunSessions(const SessionsConfig& c) {
       tr.rec = std::move(out.records[0]);
       tr.rec.arrival_s = sent_s;
       tr.rec.start_s += sent_s;
+      if (s.accept_empty_replies && !tr.rec.success && tr.rec.error_kind == "no_output") {
+        tr.empty_reply = true;
+        tr.rec.success = true;
+        tr.rec.error_kind.clear();
+        tr.rec.error.clear();
+        tr.rec.ttft_s = tr.rec.latency_s;  // the first the user saw of it was its end
+      }
       tr.prompt_units = units;
       tr.reused_units = reused;
       const bool ok = tr.rec.success;
@@ -274,8 +281,9 @@ TurnStats Stats(const SessionsRun& run, int turn) {
   TurnStats st;
   st.turn = turn;
   std::vector<RequestRecord> recs;
-  double first = 1e300, last = 0, e2e = 0;
+  double first = 1e300, last = 0, e2e = 0, content_ttft = 0;
   int64_t out = 0;
+  int content_turns = 0;
   for (const TurnRecord& tr : run.turns) {
     if (turn >= 0 && tr.turn != turn) continue;
     recs.push_back(tr.rec);
@@ -286,6 +294,12 @@ TurnStats Stats(const SessionsRun& run, int turn) {
     st.reused_units += tr.reused_units;
     out += tr.rec.output_len;
     e2e += tr.rec.latency_s;
+    if (tr.empty_reply) {
+      ++st.empty_replies;
+    } else {
+      ++content_turns;
+      content_ttft += tr.rec.ttft_s;
+    }
   }
   const double span = turn < 0 ? run.duration_s : (recs.empty() ? 0 : last - first);
   st.metrics = ComputeMetrics(recs, span);
@@ -294,6 +308,7 @@ TurnStats Stats(const SessionsRun& run, int turn) {
         100.0 * static_cast<double>(st.reused_units) / static_cast<double>(st.prompt_units);
   }
   if (e2e > 0) st.stream_output_tok_s = static_cast<double>(out) / e2e;
+  if (content_turns > 0) st.mean_ttft_with_content_ms = 1e3 * content_ttft / content_turns;
   return st;
 }
 
@@ -318,7 +333,9 @@ json TurnJson(const TurnStats& t) {
             {"stream_output_tok_s", t.stream_output_tok_s},
             {"prompt_units", t.prompt_units},
             {"reused_units", t.reused_units},
-            {"expected_cache_hit_pct", t.expected_hit_pct}};
+            {"expected_cache_hit_pct", t.expected_hit_pct},
+            {"empty_replies", t.empty_replies},
+            {"mean_ttft_with_content_ms", t.mean_ttft_with_content_ms}};
   if (t.turn >= 0) j["turn"] = t.turn + 1;
   if (m.cache_reported) {
     j["cache_report"] = {{"total_prompt_tokens", m.total_prompt_tokens},
@@ -394,6 +411,7 @@ json SessionsJson(const SessionsReport& r) {
   j["output_len"] = s.output_len;
   j["think_time_ms"] = s.think_time_s * 1e3;
   j["ignore_eos"] = s.ignore_eos;
+  j["accept_empty_replies"] = s.accept_empty_replies;
   j["seed"] = s.seed;
   j["units"] = r.tokenizer_units ? "tokens" : "words";
   j["completed_sessions"] = r.completed_sessions;
@@ -407,6 +425,8 @@ json SessionsJson(const SessionsReport& r) {
   for (const TurnStats& t : r.per_turn) turns.push_back(TurnJson(t));
   j["per_turn"] = turns;
   j["mean_turn_ttft_ms"] = r.overall.metrics.ttft_ms.mean;
+  j["empty_replies"] = r.overall.empty_replies;
+  j["mean_turn_ttft_ms_with_content"] = r.overall.mean_ttft_with_content_ms;
   return j;
 }
 
@@ -420,6 +440,12 @@ std::string SessionsTable(const SessionsReport& r) {
       r.completed_sessions, r.failed_sessions, r.completion_s.mean, r.completion_s.median,
       r.completion_s.p95, m.completed, m.num_prompts, m.ttft_ms.mean, m.output_throughput,
       r.overall.stream_output_tok_s, m.duration_s);
+  if (r.overall.empty_replies > 0) {
+    s += fmt::format(
+        "  empty replies: {} (completed, sent back empty, TTFT = E2E); mean TTFT of the turns "
+        "with content {:.1f} ms\n",
+        r.overall.empty_replies, r.overall.mean_ttft_with_content_ms);
+  }
   for (const auto& [kind, n] : r.errors_by_kind)
     s += fmt::format("  failed turns {}: {}\n", kind, n);
   s += fmt::format("expected hit % counts {} of the message texts (no template tokens)\n",
@@ -449,6 +475,12 @@ std::string SessionsHtml(const SessionsReport& r) {
       r.completed_sessions, r.completed_sessions + r.failed_sessions, r.spec.turns,
       Escape(ApiName(r)), r.completion_s.mean, r.completion_s.p95, r.overall.metrics.ttft_ms.mean,
       r.overall.stream_output_tok_s);
+  if (r.overall.empty_replies > 0) {
+    h += fmt::format(
+        "<p>{} turns got an empty reply (completed, sent back empty, TTFT = E2E); mean TTFT of "
+        "the turns with content {:.1f} ms.</p>\n",
+        r.overall.empty_replies, r.overall.mean_ttft_with_content_ms);
+  }
   h += "<div class='charts'>\n";
   h += LineChart("TTFT per turn", "turn", "TTFT (ms)", x,
                  {{"TTFT p50", "#1f77b4", p50, false}, {"TTFT p95", "#9467bd", p95, true}}, 0, "",

@@ -20,6 +20,13 @@
 // summed over the turns) and each session's completion time (its first request sent -> its
 // last reply ended, think time included).
 //
+// An empty reply (the stream ended with [DONE] but carried no text and no tool call) fails the
+// turn as "no_output" and ends its session, unless accept_empty_replies: then the turn is
+// completed with an empty answer, sent back as an empty assistant message, its TTFT is its E2E
+// (nothing was shown before the reply ended) and it has no ITL gaps; such turns are counted
+// (empty_replies). Seen with llama.cpp-family servers on random weights, whose streams drop
+// text that is not valid UTF-8.
+//
 // Thread-safety: RunSessions runs one thread per session, each sending through RunRequests.
 #pragma once
 
@@ -50,6 +57,8 @@ struct SessionSpec {
   bool ignore_eos = true;      // chat only (the other APIs have no such field)
   bool warm_system = true;     // send the system prompt once (max tokens 1) before measuring
   uint64_t seed = 1;
+  // An empty reply completes its turn instead of failing it (see above).
+  bool accept_empty_replies = false;
 };
 
 // Limits on what the flags may ask for (a bound on the client's memory and threads).
@@ -66,6 +75,7 @@ struct TurnRecord {
   int64_t prompt_units = 0;   // the request's message texts, in the client's units
   int64_t reused_units = 0;   // of them, repeated from the previous turn (or the system prompt)
   int64_t reply_units = 0;    // the reply sent back into the next turn (reasoning + answer)
+  bool empty_reply = false;   // accepted with accept_empty_replies (rec.success is true)
 };
 
 struct SessionRecord {
@@ -112,8 +122,10 @@ struct TurnStats {
   int turn = -1;  // 0-based; -1 = all turns
   BenchMetrics metrics;
   int64_t prompt_units = 0, reused_units = 0;
-  double expected_hit_pct = 0;     // 100 * reused / prompt
-  double stream_output_tok_s = 0;  // output tokens / E2E, summed over the turns
+  double expected_hit_pct = 0;           // 100 * reused / prompt
+  double stream_output_tok_s = 0;        // output tokens / E2E, summed over the turns
+  int empty_replies = 0;                 // completed turns whose reply was empty
+  double mean_ttft_with_content_ms = 0;  // mean TTFT of the completed turns that were not empty
 };
 
 struct SessionsReport {

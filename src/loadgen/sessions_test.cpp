@@ -196,6 +196,111 @@ TEST(Sessions, AFailedTurnEndsOnlyItsSession) {
   EXPECT_EQ(run->turns.size(), static_cast<size_t>(2 * 4 + failed_turns));
 }
 
+// A reply that streams no text (llama-server on random weights drops text that is not valid
+// UTF-8) fails its turn as no_output and ends the session; with accept_empty_replies the turn
+// is completed, sent back as an empty assistant message, and counted. The mock scripts an empty
+// answer for every session's second turn and three words for the others.
+TEST(Sessions, EmptyRepliesFailOrCompleteTheTurn) {
+  constexpr int kReplyWords = 3;
+  std::mutex mu;
+  std::vector<json> third_turn_bodies;
+  MockServerOptions so;
+  so.ttft_ms = 2;
+  so.itl_ms = 1;
+  so.cache_block = kBlock;
+  so.reply = [&](const std::string& body) {
+    const json j = json::parse(body);
+    const size_t messages = j["messages"].size();  // system + task, then 2 per turn
+    if (messages == 6) {
+      std::lock_guard<std::mutex> l(mu);
+      third_turn_bodies.push_back(j);
+    }
+    return messages == 4 ? std::string() : std::string("w w w");
+  };
+  auto server = StartMock(so);
+  SessionsConfig c;
+  c.client.base_url = server->base_url();
+  c.client.endpoint = Endpoint::kChat;
+  c.spec = SmallSpec();
+
+  // Default: the empty second turn is a no_output failure that ends every session.
+  auto failing = RunSessions(c);
+  ASSERT_TRUE(failing.ok()) << failing.status().ToString();
+  SessionsReport f = SummarizeSessions(*failing);
+  EXPECT_EQ(f.completed_sessions, 0);
+  EXPECT_EQ(f.failed_sessions, 3);
+  EXPECT_EQ(f.errors_by_kind.at("no_output"), 3);
+  EXPECT_EQ(failing->turns.size(), 6u);
+  EXPECT_EQ(f.overall.empty_replies, 0);
+  EXPECT_TRUE(third_turn_bodies.empty());
+
+  // A fresh server (an empty prefix cache) for the run that accepts them.
+  auto server2 = StartMock(so);
+  c.client.base_url = server2->base_url();
+  c.spec.accept_empty_replies = true;
+  auto run = RunSessions(c);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  SessionsReport r = SummarizeSessions(*run);
+  EXPECT_EQ(r.completed_sessions, 3);
+  EXPECT_EQ(r.failed_sessions, 0);
+  EXPECT_TRUE(r.errors_by_kind.empty());
+  ASSERT_EQ(run->turns.size(), 12u);
+  EXPECT_EQ(r.overall.empty_replies, 3);
+  ASSERT_EQ(r.per_turn.size(), 4u);
+
+  // Turn 1: system 12 + task 7; turn 2 adds the 3-word reply and a 9-word result; turn 3 adds
+  // the empty reply (nothing) and a result; turn 4 a reply and a result.
+  const int64_t prompt[] = {19, 31, 40, 52};
+  const int64_t reused[] = {12, 22, 31, 43};
+  const int64_t output[] = {kReplyWords, 0, kReplyWords, kReplyWords};
+  for (int t = 0; t < 4; ++t) {
+    SCOPED_TRACE(t);
+    const TurnStats& ts = r.per_turn[static_cast<size_t>(t)];
+    EXPECT_EQ(ts.metrics.completed, 3);
+    EXPECT_EQ(ts.empty_replies, t == 1 ? 3 : 0);
+    EXPECT_EQ(ts.metrics.total_input_tokens, 3 * prompt[t]);
+    EXPECT_EQ(ts.metrics.total_output_tokens, 3 * output[t]);
+    EXPECT_EQ(ts.reused_units, 3 * reused[t]);
+    EXPECT_EQ(ts.metrics.total_cached_tokens, 3 * (reused[t] / kBlock * kBlock));
+  }
+  // An empty turn's TTFT is its E2E and it has no gaps; the mean TTFT "with content" leaves
+  // it out.
+  double content_ttft = 0;
+  int content_turns = 0;
+  for (const TurnRecord& tr : run->turns) {
+    EXPECT_TRUE(tr.rec.success) << tr.rec.error_kind;
+    EXPECT_EQ(tr.empty_reply, tr.turn == 1);
+    if (tr.empty_reply) {
+      EXPECT_EQ(tr.rec.ttft_s, tr.rec.latency_s);
+      EXPECT_TRUE(tr.rec.itl_s.empty());
+      EXPECT_EQ(tr.rec.generated_content, "");
+      EXPECT_EQ(tr.reply_units, 0);
+    } else {
+      EXPECT_EQ(tr.rec.generated_content, "w w w");
+      content_ttft += tr.rec.ttft_s;
+      ++content_turns;
+    }
+  }
+  ASSERT_EQ(content_turns, 9);
+  constexpr double kMsTolerance = 1e-9;
+  EXPECT_NEAR(r.overall.mean_ttft_with_content_ms, 1e3 * content_ttft / content_turns,
+              kMsTolerance);
+  EXPECT_EQ(r.per_turn[1].mean_ttft_with_content_ms, 0.0);
+  // The third turn sent the empty reply back as an empty assistant message.
+  ASSERT_EQ(third_turn_bodies.size(), 3u);
+  for (const json& b : third_turn_bodies) {
+    EXPECT_EQ(b["messages"][4], json({{"role", "assistant"}, {"content", ""}}));
+  }
+  r.spec = c.spec;  // the caller's part
+  const json j = SessionsJson(r);
+  EXPECT_EQ(j["accept_empty_replies"], true);
+  EXPECT_EQ(j["empty_replies"], 3);
+  EXPECT_EQ(j["per_turn"][1]["empty_replies"], 3);
+  EXPECT_EQ(j["per_turn"][0]["empty_replies"], 0);
+  EXPECT_NE(SessionsTable(r).find("empty replies: 3"), std::string::npos);
+  EXPECT_NE(SessionsHtml(r).find("3 turns got an empty reply"), std::string::npos);
+}
+
 TEST(Sessions, NoServerIsAnError) {
   SessionsConfig c;
   c.client.base_url = "http://127.0.0.1:1";
