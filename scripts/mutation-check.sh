@@ -13,6 +13,7 @@ MUTATIONS=(
   '2|src/kernels/attention_ref.cpp|s/  int64_t o = 0;\n  for \(int64_t t = 0; t < n; \+\+t\) \{\n    const uint32_t key = SortKey\(scores\[t\]\);\n    if \(key > prefix \x7c\x7c \(key == prefix && need-- > 0\)\)/  int64_t o = 0, ties = 0;\n  for (int64_t t = 0; t < n; ++t) ties += SortKey(scores[t]) == prefix;\n  for (int64_t t = 0; t < n; ++t) {\n    const uint32_t key = SortKey(scores[t]);\n    if (key > prefix \x7c\x7c (key == prefix \&\& ties-- <= need))/|^(kernels|model)\.'
   '3|src/model/moe.cpp|s/b\[e\] = s\[e\] \+ w\.e_score_correction_bias\[e\];/b[e] = s[e];/|^model\.'
   '4|src/kv/radix_cache.cpp|s/r\.tokens = pos;/r.tokens = pos > 0 ? pos + 1 : 0;/|^(kv|engine)\.'
+  '5|src/kv/paged_kv_store.cpp|s/float v = x\[i\] \* inv;/float v = x[i] * scale;/|^kv\.'
   '6|src/quant/mxfp4.cpp|s/c\[2 \* i\] = p\[i\] & 0xf;/c[2 * i] = p[i] >> 4;/; s/c\[2 \* i \+ 1\] = p\[i\] >> 4;/c[2 * i + 1] = p[i] \& 0xf;/|^(quant|model|io)\.'
   '7|src/server/choice_output.cpp|s/held_\.resize\(held_\.size\(\) - std::min\(held_\.size\(\), trim\)\);/(void)trim;/|^server\.'
   '8|src/engine/logits_processor.cpp|s/logits\[t\] -= req\.frequency_penalty/logits[t] += req.frequency_penalty/|^(engine|server)\.'
