@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +38,15 @@ SessionSpec SmallSpec() {
   s.output_len = 5;
   s.seed = 3;
   return s;
+}
+
+// SmallSpec's sessions over chat completions against `base_url`.
+SessionsConfig SmallChatConfig(const std::string& base_url) {
+  SessionsConfig c;
+  c.client.base_url = base_url;
+  c.client.endpoint = Endpoint::kChat;
+  c.spec = SmallSpec();
+  return c;
 }
 
 class SessionsApis : public ::testing::TestWithParam<Endpoint> {};
@@ -174,10 +184,7 @@ TEST(Sessions, AFailedTurnEndsOnlyItsSession) {
   so.itl_ms = 1;
   so.fault = [](int k) { return k == 5 ? std::string("http_500") : std::string(); };
   auto server = StartMock(so);
-  SessionsConfig c;
-  c.client.base_url = server->base_url();
-  c.client.endpoint = Endpoint::kChat;
-  c.spec = SmallSpec();
+  SessionsConfig c = SmallChatConfig(server->base_url());
   auto run = RunSessions(c);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   SessionsReport r = SummarizeSessions(*run);
@@ -218,10 +225,7 @@ TEST(Sessions, EmptyRepliesFailOrCompleteTheTurn) {
     return messages == 4 ? std::string() : std::string("w w w");
   };
   auto server = StartMock(so);
-  SessionsConfig c;
-  c.client.base_url = server->base_url();
-  c.client.endpoint = Endpoint::kChat;
-  c.spec = SmallSpec();
+  SessionsConfig c = SmallChatConfig(server->base_url());
 
   // Default: the empty second turn is a no_output failure that ends every session.
   auto failing = RunSessions(c);
@@ -302,11 +306,8 @@ TEST(Sessions, EmptyRepliesFailOrCompleteTheTurn) {
 }
 
 TEST(Sessions, NoServerIsAnError) {
-  SessionsConfig c;
-  c.client.base_url = "http://127.0.0.1:1";
-  c.client.endpoint = Endpoint::kChat;
+  SessionsConfig c = SmallChatConfig("http://127.0.0.1:1");
   c.client.connect_timeout_s = 2;
-  c.spec = SmallSpec();
   auto run = RunSessions(c);
   ASSERT_FALSE(run.ok());
   EXPECT_NE(run.status().message().find("warm-up"), std::string::npos);
