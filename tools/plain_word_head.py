@@ -27,7 +27,8 @@ import sys
 
 
 def byte_decoder():
-    """GPT-2's byte-level alphabet, character -> byte."""
+    """GPT-2's byte-level alphabet, character -> byte (tools/bpe_reference.py has the same table
+    but imports the third-party regex module; this script runs on a bare python3)."""
     bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
     cs = bs[:]
     n = 0
