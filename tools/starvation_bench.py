@@ -14,6 +14,9 @@ Prints one JSON object: gap p50/p99 (ms) for phases 1 and 2, both TTFTs (s), and
 the issue states its targets in (p99 during / p50 baseline, TTFT with / TTFT alone).
 
   python3 tools/starvation_bench.py --base-url http://127.0.0.1:30000 --long-len 6000
+
+Start it once the server answers /health with 200 (/v1/models answers while the model loads);
+streams that fail before the baseline end the run with their error.
 """
 import argparse
 import http.client
@@ -115,6 +118,10 @@ def main():
     for s in streams:
         s.start()
     time.sleep(a.warmup_s)
+    failed = [s.error for s in streams if s.error]
+    if failed:  # e.g. 503 while the model loads: no baseline to measure against
+        raise SystemExit(f"{len(failed)} of {a.streams} streams failed before the baseline: "
+                         f"{failed[0]}")
     b0 = time.monotonic()
     time.sleep(a.baseline_s)
     b1 = time.monotonic()
