@@ -24,27 +24,11 @@ import unicodedata
 
 import regex
 
+from gpt2_bytes import BYTE_TO_CHAR, CHAR_TO_BYTE  # noqa: F401 (bpe_tokenizer.py imports them here)
+
 GLM_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
                r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
-
-
-def bytes_to_unicode():
-    """GPT-2's reversible byte -> printable character table."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
-
-
-BYTE_TO_CHAR = bytes_to_unicode()
-CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
 
 
 def byte_level_map(s):

@@ -25,24 +25,12 @@ import json
 import struct
 import sys
 
-
-def byte_decoder():
-    """GPT-2's byte-level alphabet, character -> byte (tools/bpe_reference.py has the same table
-    but imports the third-party regex module; this script runs on a bare python3)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {chr(c): b for b, c in zip(bs, cs)}
+from gpt2_bytes import CHAR_TO_BYTE
 
 
-def is_plain_word(token, dec):
+def is_plain_word(token):
     try:
-        raw = bytes(dec[ch] for ch in token)
+        raw = bytes(CHAR_TO_BYTE[ch] for ch in token)
     except KeyError:
         return False
     return len(raw) == 2 and raw[0] == 0x20 and chr(raw[1]).isascii() and chr(raw[1]).isalpha()
@@ -54,8 +42,7 @@ def plain_ids_from_tokenizer(path):
     model = tj.get("model") or {}
     if model.get("type") != "BPE" or not isinstance(model.get("vocab"), dict):
         raise SystemExit(f"{path}: not a BPE tokenizer.json (model.type / model.vocab)")
-    dec = byte_decoder()
-    return sorted(i for t, i in model["vocab"].items() if is_plain_word(t, dec))
+    return sorted(i for t, i in model["vocab"].items() if is_plain_word(t))
 
 
 def zero_rows(f, offset, n_rows, row_bytes, keep):
@@ -157,8 +144,7 @@ def edit_gguf(path, keep, name="output.weight"):
         data_start = (f.tell() + align - 1) // align * align
         tokens = kv.get("tokenizer.ggml.tokens")
         if tokens is not None:
-            dec = byte_decoder()
-            ids = sorted(i for i, t in enumerate(tokens) if is_plain_word(t, dec))
+            ids = sorted(i for i, t in enumerate(tokens) if is_plain_word(t))
             if ids != sorted(keep):
                 raise SystemExit(f"{path}: its vocabulary's plain-word ids differ from the "
                                  f"tokenizer.json's ({len(ids)} against {len(keep)})")
