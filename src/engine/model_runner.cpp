@@ -25,6 +25,7 @@ class RealModelRunner final : public ModelRunner {
   Result<std::vector<float>> Forward(const ForwardBatch& batch, KvStore& kv) override {
     ForwardOptions opts;
     opts.logits = LogitsMode::kLast;
+    opts.prune_last_layer = true;  // only the logits are read
     opts.moe = moe_.For(batch);
     MX_ASSIGN_OR_RETURN(ForwardOutput out, model_->Forward(batch, opts, kv, kt_, pool_));
     return std::move(out.logits);

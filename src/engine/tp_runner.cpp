@@ -25,6 +25,7 @@ namespace {
 struct StepHeader {
   enum Op : int32_t { kForward = 1, kForwardMtp = 2, kStop = 3 };
   int32_t op = kStop;
+  uint8_t prune = 0;  // kForward: ForwardOptions::prune_last_layer (every rank prunes alike)
   // The driver's KV geometry (the worker makes its store once, from the first step) and the
   // page table of each sequence, batch order.
   KvPageLayout kv;
@@ -87,6 +88,7 @@ class Reader {
 std::vector<std::byte> Encode(const StepHeader& s, const ForwardBatch& fwd, const MtpBatch& mtp) {
   Writer w;
   w.Pod(s.op);
+  w.Pod(s.prune);
   w.Pod(s.kv.page_size);
   w.Pod(s.kv.n_pages);
   w.Pod(static_cast<int32_t>(s.kv.dtype));
@@ -118,7 +120,8 @@ Result<Step> Decode(std::span<const std::byte> bytes) {
   Step s;
   int64_t n = 0;
   int32_t dtype = -1;
-  bool ok = r.Pod(s.op) && r.Pod(s.kv.page_size) && r.Pod(s.kv.n_pages) && r.Pod(dtype) &&
+  bool ok = r.Pod(s.op) && r.Pod(s.prune) && s.prune <= 1 && r.Pod(s.kv.page_size) &&
+            r.Pod(s.kv.n_pages) && r.Pod(dtype) &&
             dtype >= static_cast<int32_t>(KvCacheDtype::kF32) &&
             dtype <= static_cast<int32_t>(KvCacheDtype::kFp8E4M3Fnuz) && r.Vec(s.kv.layer_scales) &&
             r.Pod(n) && n >= 0;
@@ -175,17 +178,12 @@ class TpDriver final : public ModelRunner {
   const MoeTuning* moe_tuning() const override { return &moe_; }
 
   Result<std::vector<float>> Forward(const ForwardBatch& batch, KvStore& kv) override {
-    MX_ASSIGN_OR_RETURN(ForwardOutput out, ForwardRows(batch, kv));
+    MX_ASSIGN_OR_RETURN(ForwardOutput out, Run(batch, kv, /*prune=*/true));
     return std::move(out.logits);
   }
 
   Result<ForwardOutput> ForwardRows(const ForwardBatch& batch, KvStore& kv) override {
-    MX_RETURN_IF_ERROR(Broadcast(StepHeader::kForward, batch, {}, kv));
-    ForwardOptions opts;
-    opts.logits = LogitsMode::kLast;
-    opts.moe = moe_.For(batch);
-    opts.comm = &comm_;
-    return Checked(model_->Forward(batch, opts, kv, kt_, pool_));
+    return Run(batch, kv, /*prune=*/false);
   }
 
   Result<MtpOutput> ForwardMtp(const MtpBatch& batch, KvStore& kv) override {
@@ -201,13 +199,26 @@ class TpDriver final : public ModelRunner {
     return out;
   }
 
+  // The forward on every rank; `prune`: only the logits are read (prune_last_layer).
+  Result<ForwardOutput> Run(const ForwardBatch& batch, KvStore& kv, bool prune) {
+    MX_RETURN_IF_ERROR(Broadcast(StepHeader::kForward, batch, {}, kv, prune));
+    ForwardOptions opts;
+    opts.logits = LogitsMode::kLast;
+    opts.prune_last_layer = prune;
+    opts.moe = moe_.For(batch);
+    opts.comm = &comm_;
+    return Checked(model_->Forward(batch, opts, kv, kt_, pool_));
+  }
+
   // Broadcasts step `op` over `fwd` or `mtp` with the KV geometry and the page tables.
-  Status Broadcast(int32_t op, const ForwardBatch& fwd, const MtpBatch& mtp, KvStore& kv) {
+  Status Broadcast(int32_t op, const ForwardBatch& fwd, const MtpBatch& mtp, KvStore& kv,
+                   bool prune = false) {
     std::vector<int64_t> seqs;
     for (const SequenceInput& q : fwd.seqs) seqs.push_back(q.seq);
     for (const MtpSequenceInput& q : mtp.seqs) seqs.push_back(q.seq);
     StepHeader h;
     h.op = op;
+    h.prune = prune ? 1 : 0;
     MX_ASSIGN_OR_RETURN(h.kv, kv.PageLayout(seqs));
     return Send(h, fwd, mtp);
   }
@@ -326,6 +337,7 @@ Status RunTpWorker(const Model& shard, Communicator& comm, const KernelTable& kt
     if (s.op == StepHeader::kForward) {
       ForwardOptions opts;
       opts.logits = LogitsMode::kLast;
+      opts.prune_last_layer = s.prune != 0;
       opts.moe = moe.For(s.fwd);
       opts.comm = &comm;
       st = shard.Forward(s.fwd, opts, *kv, kt, pool).status();

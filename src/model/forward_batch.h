@@ -47,6 +47,13 @@ struct ForwardOptions {
   bool want_hidden_states = false;  // per-layer residual stream
   bool want_topk = false;           // indexer top-k sets per layer
   bool want_router = false;         // MoE expert choices per layer
+  // The last decoder layer writes every row's KV (MLA latent, indexer key) but runs its queries,
+  // attention and MLP for the logit rows only (LogitsMode::kLast): past the last layer's KV
+  // writes only rows whose logits are read matter (llama.cpp-family engines skip the last
+  // layer's MLP for the other rows). final_hidden is then empty. Ignored (every row runs) with
+  // kAll, hidden states, top-k or router traces, or MTP rows in the batch. The logits agree
+  // with the unpruned pass to fp32 rounding (a lone query row may take MLA's absorbed form).
+  bool prune_last_layer = false;
   // How every MoE block of this forward runs its experts (the runner picks it for the batch's
   // row count from the tuned configs, tune/moe_tuning.h).
   MoeKernelConfig moe = DefaultMoeConfig();
@@ -68,7 +75,8 @@ struct ForwardOutput {
   std::vector<int64_t> row_begin;   // [n_seqs + 1]
   std::vector<int64_t> logit_rows;  // rows that `logits` holds, in order
   std::vector<float> logits;        // [logit_rows.size(), V]
-  std::vector<float> final_hidden;  // [T, D] post-final-norm (the lm_head / MTP input)
+  std::vector<float> final_hidden;  // [T, D] post-final-norm (the lm_head / MTP input); empty
+                                    // when the last layer was pruned (prune_last_layer)
   std::vector<std::vector<float>> hidden_states;  // [L+1][T, D]: 0 = embedding, l+1 = after l
   std::vector<std::vector<int32_t>> topk;         // [L][T, K] ascending, -1 padded (shared: reused)
   std::map<int64_t, RouterChoice> router;         // MoE layer -> choices

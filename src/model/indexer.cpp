@@ -41,27 +41,13 @@ IndexerScratch& IndexerBuffers() {
   return s;
 }
 
-}  // namespace
-
-void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer, const float* a,
-                 const float* cq, int32_t* topk) {
+// Every row's key: k = rope(LayerNorm(a · wkᵀ)), written at (seq, layer, pos).
+void WriteKeys(const LayerContext& ctx, const IndexerWeights& w, int64_t layer, const float* a) {
   const ModelConfig& c = ctx.c;
-  const int64_t T = ctx.rows(), Hi = c.index_n_heads, Di = c.index_head_dim,
-                Dr = c.qk_rope_head_dim, K = c.index_topk;
-  OpTimer t(ctx.opts.profile, Op::kIndexer);
-  IndexerScratch& s = IndexerBuffers();
-  float* qi = Grow(s.qi, T * Hi * Di);  // [T, Hi, Di], per head [rope | nope]
-  Linear(ctx.kt, ctx.pool, cq, T, w.wq_b, qi);
-  float* ki = Grow(s.ki, T * Di);  // [T, Di]
+  const int64_t T = ctx.rows(), Di = c.index_head_dim, Dr = c.qk_rope_head_dim;
+  float* ki = Grow(IndexerBuffers().ki, T * Di);  // [T, Di]
   Linear(ctx.kt, ctx.pool, a, T, w.wk, ki);
-  float* hw = Grow(s.hw, T * Hi);  // [T, Hi] head weights
-  Linear(ctx.kt, ctx.pool, a, T, w.weights_proj, hw);
-  const float w_scale = 1.0f / std::sqrt(static_cast<float>(Hi));
-  for (int64_t i = 0; i < T * Hi; ++i) hw[i] *= w_scale;
   for (int64_t r = 0; r < T; ++r) {
-    for (int64_t h = 0; h < Hi; ++h) {  // note: the rope slice is the FIRST Dr of each head
-      ctx.kt.rope(qi + (r * Hi + h) * Di, Dr, ctx.cos(r), ctx.sin(r), c.indexer_rope_interleave);
-    }
     float* k = ki + r * Di;
     LayerNorm(k, w.k_norm_weight.data(), w.k_norm_bias.data(), kIndexerNormEps, Di);
     ctx.kt.rope(k, Dr, ctx.cos(r), ctx.sin(r), c.indexer_rope_interleave);
@@ -71,6 +57,35 @@ void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer
       ctx.kv.WriteIndexerKeyRow(g.seq, layer, ctx.pos[r], ki + r * Di);
     }
   }
+}
+
+}  // namespace
+
+void IndexerWriteKeys(const LayerContext& ctx, const IndexerWeights& w, int64_t layer,
+                      const float* a) {
+  OpTimer t(ctx.opts.profile, Op::kIndexer);
+  WriteKeys(ctx, w, layer, a);
+}
+
+void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer, const float* a,
+                 const float* cq, int32_t* topk, bool keys_written) {
+  const ModelConfig& c = ctx.c;
+  const int64_t T = ctx.rows(), Hi = c.index_n_heads, Di = c.index_head_dim,
+                Dr = c.qk_rope_head_dim, K = c.index_topk;
+  OpTimer t(ctx.opts.profile, Op::kIndexer);
+  IndexerScratch& s = IndexerBuffers();
+  float* qi = Grow(s.qi, T * Hi * Di);  // [T, Hi, Di], per head [rope | nope]
+  Linear(ctx.kt, ctx.pool, cq, T, w.wq_b, qi);
+  float* hw = Grow(s.hw, T * Hi);  // [T, Hi] head weights
+  Linear(ctx.kt, ctx.pool, a, T, w.weights_proj, hw);
+  const float w_scale = 1.0f / std::sqrt(static_cast<float>(Hi));
+  for (int64_t i = 0; i < T * Hi; ++i) hw[i] *= w_scale;
+  for (int64_t r = 0; r < T; ++r) {
+    for (int64_t h = 0; h < Hi; ++h) {  // note: the rope slice is the FIRST Dr of each head
+      ctx.kt.rope(qi + (r * Hi + h) * Di, Dr, ctx.cos(r), ctx.sin(r), c.indexer_rope_interleave);
+    }
+  }
+  if (!keys_written) WriteKeys(ctx, w, layer, a);
   const float dot_scale = 1.0f / std::sqrt(static_cast<float>(Di));
   for (const RowGroup& g : ctx.groups) {
     // Rows whose context fits in K take all of 0..p; the rest are scored against the group's

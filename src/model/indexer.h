@@ -15,8 +15,12 @@
 namespace mx {
 
 // a [T, D] (normed layer input), cq [T, Rq] (normed q latent) → topk [T, K]: ascending
-// positions, −1 padded.
+// positions, −1 padded. `keys_written`: every key up to each row's position is in the store
+// already (IndexerWriteKeys over a wider set of rows), so this call only queries.
 void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer, const float* a,
-                 const float* cq, int32_t* topk);
+                 const float* cq, int32_t* topk, bool keys_written = false);
+// The keys half alone: a [T, D] → this layer's indexer key of every row, written.
+void IndexerWriteKeys(const LayerContext& ctx, const IndexerWeights& w, int64_t layer,
+                      const float* a);
 
 }  // namespace mx

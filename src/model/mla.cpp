@@ -387,9 +387,15 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
 
 void MlaProject(const LayerContext& ctx, const AttentionWeights& w, int64_t layer, const float* a,
                 float* cq, float* q) {
+  MlaQuery(ctx, w, layer, a, cq, q);
+  MlaWriteKv(ctx, w, layer, a);
+}
+
+void MlaQuery(const LayerContext& ctx, const AttentionWeights& w, int64_t /*layer*/, const float* a,
+              float* cq, float* q) {
   const ModelConfig& c = ctx.c;
   const int64_t T = ctx.rows(), H = w.heads, Dn = c.qk_nope_head_dim, Dr = c.qk_rope_head_dim,
-                Rq = c.q_lora_rank, Rkv = c.kv_lora_rank, Dq = Dn + Dr;
+                Rq = c.q_lora_rank, Dq = Dn + Dr;
   const float eps = static_cast<float>(c.rms_norm_eps);
   OpTimer ta(ctx.opts.profile, Op::kQkvA);
   Linear(ctx.kt, ctx.pool, a, T, w.q_a_proj, cq);  // [T, Rq]
@@ -405,6 +411,13 @@ void MlaProject(const LayerContext& ctx, const AttentionWeights& w, int64_t laye
       ctx.kt.rope(q + (r * H + h) * Dq + Dn, Dr, ctx.cos(r), ctx.sin(r), c.rope_interleave);
     }
   }
+}
+
+void MlaWriteKv(const LayerContext& ctx, const AttentionWeights& w, int64_t layer, const float* a) {
+  const ModelConfig& c = ctx.c;
+  const int64_t T = ctx.rows(), Dr = c.qk_rope_head_dim, Rkv = c.kv_lora_rank;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  OpTimer ta(ctx.opts.profile, Op::kQkvA);
   float* kv = Grow(MlaBuffers().kv, T * (Rkv + Dr));  // [T, Rkv+Dr] → [latent c | k_pe] in place
   Linear(ctx.kt, ctx.pool, a, T, w.kv_a_proj_with_mqa, kv);
   for (const RowGroup& g : ctx.groups) {

@@ -18,9 +18,15 @@
 
 namespace mx {
 
-// a [T, D] → cq [T, Rq], q [T, H·(Dn+Dr)]. Writes the KV row (seq, layer, pos) of every row.
+// a [T, D] → cq [T, Rq], q [T, H·(Dn+Dr)]. Writes the KV row (seq, layer, pos) of every row:
+// MlaQuery then MlaWriteKv.
 void MlaProject(const LayerContext& ctx, const AttentionWeights& w, int64_t layer, const float* a,
                 float* cq, float* q);
+// The query half: a [T, D] → cq [T, Rq], q [T, H·(Dn+Dr)] (rope at each row's position).
+void MlaQuery(const LayerContext& ctx, const AttentionWeights& w, int64_t layer, const float* a,
+              float* cq, float* q);
+// The KV half: a [T, D] → the KV row (seq, layer, pos) of every row.
+void MlaWriteKv(const LayerContext& ctx, const AttentionWeights& w, int64_t layer, const float* a);
 
 // q [T, H·(Dn+Dr)], topk [T, K] (ascending, −1 padded) or nullptr for plain causal attention;
 // out [T, D]. REQUIRES: KV rows 0..pos[r] of each row's sequence are written.

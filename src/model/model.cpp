@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -71,6 +72,9 @@ Status CheckFinite(const float* x, int64_t n, int64_t D, const std::string& what
 // One decoder layer (§3.1) over every row of ctx: h [T, D] updated in place. `topk` [T, K] is
 // written on full-indexer layers and read (IndexShare) on shared ones.
 // `reuse_topk`: a full-indexer layer takes `topk` as given instead of running its indexer.
+// `keep` (ascending rows, a suffix of each sequence's; nullptr: all): every row's KV (MLA latent,
+// indexer key) is written, but the queries, attention and MLP run for these rows only; they end
+// at the front of h, which then holds keep->size() rows.
 // A decoder layer's activations, per thread (one forward at a time per thread; DP replicas and
 // in-process TP ranks each run on their own threads): grown to the largest batch, then reused.
 struct LayerBuffers {
@@ -82,9 +86,30 @@ LayerBuffers& LayerScratch() {
   return b;
 }
 
+// The context of rows `keep` of ctx (ascending; within each of ctx's groups a suffix, so
+// positions stay contiguous): their positions, groups and RoPE tables.
+LayerContext KeptRows(const LayerContext& ctx, const std::vector<int64_t>& keep) {
+  LayerContext sub{ctx.c, ctx.kt, ctx.pool, ctx.kv, ctx.opts, {}, {}, {}, {}};
+  size_t k = 0;
+  for (const RowGroup& g : ctx.groups) {
+    const int64_t begin = sub.rows();
+    for (; k < keep.size() && keep[k] < g.end; ++k) {
+      MX_CHECK(keep[k] >= g.begin && (sub.rows() == begin || keep[k] == keep[k - 1] + 1));
+      sub.pos.push_back(ctx.pos[keep[k]]);
+    }
+    if (sub.rows() == begin) continue;
+    MX_CHECK_EQ(keep[k - 1], g.end - 1);  // a suffix of the group
+    sub.groups.push_back({g.seq, begin, sub.rows()});
+  }
+  MX_CHECK_EQ(k, keep.size());
+  FillRopeTables(sub);
+  return sub;
+}
+
 Status DecoderLayer(const LayerContext& ctx, const ModelShard& shard, const LayerWeights& lw,
                     int64_t layer, float* h, std::vector<int32_t>& topk, bool& have_topk,
-                    RouterChoice* trace, bool reuse_topk = false) {
+                    RouterChoice* trace, bool reuse_topk = false,
+                    const std::vector<int64_t>* keep = nullptr) {
   const ModelConfig& c = ctx.c;
   const int64_t T = ctx.rows(), D = c.hidden_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
@@ -93,32 +118,56 @@ Status DecoderLayer(const LayerContext& ctx, const ModelShard& shard, const Laye
   for (int64_t r = 0; r < T; ++r) {
     ctx.kt.rms_norm(h + r * D, lw.input_layernorm.data(), eps, D, a + r * D);
   }
-  float* cq = Grow(buf.cq, T * c.q_lora_rank);                  // [T, Rq]
-  float* q = Grow(buf.q, T * lw.attn.heads * c.qk_head_dim());  // [T, H·(Dn+Dr)], local heads
-  MlaProject(ctx, lw.attn, layer, a, cq, q);
-  if (lw.has_indexer && !(reuse_topk && have_topk)) {
-    topk.assign(T * c.index_topk, -1);
-    IndexerTopK(ctx, lw.indexer, layer, a, cq, topk.data());
+  const bool own_topk = lw.has_indexer && !(reuse_topk && have_topk);
+  // The query rows' context: ctx itself, or (keep) a context of the kept rows alone, after every
+  // row's KV is written; a and h are compacted to the kept rows (ascending: row keep[i] >= i is
+  // read before it is overwritten).
+  std::optional<LayerContext> sub;
+  if (keep != nullptr) {
+    sub.emplace(KeptRows(ctx, *keep));
+    MlaWriteKv(ctx, lw.attn, layer, a);
+    if (own_topk) IndexerWriteKeys(ctx, lw.indexer, layer, a);
+    const int64_t K = c.index_topk;
+    for (size_t i = 0; i < keep->size(); ++i) {
+      const int64_t r = (*keep)[i];
+      std::copy_n(a + r * D, D, a + i * D);
+      std::copy_n(h + r * D, D, h + i * D);
+      if (c.has_indexer && !own_topk) std::copy_n(topk.data() + r * K, K, topk.data() + i * K);
+    }
+  }
+  const LayerContext& qc = sub ? *sub : ctx;
+  const int64_t n = qc.rows();  // query rows
+  if (n == 0) return Status::Ok();
+  float* cq = Grow(buf.cq, n * c.q_lora_rank);                  // [n, Rq]
+  float* q = Grow(buf.q, n * lw.attn.heads * c.qk_head_dim());  // [n, H·(Dn+Dr)], local heads
+  if (sub) {
+    MlaQuery(qc, lw.attn, layer, a, cq, q);
+  } else {
+    MlaProject(ctx, lw.attn, layer, a, cq, q);
+  }
+  if (own_topk) {
+    topk.assign(n * c.index_topk, -1);
+    IndexerTopK(qc, lw.indexer, layer, a, cq, topk.data(), /*keys_written=*/sub.has_value());
     have_topk = true;
   }
   MX_CHECK_MSG(have_topk || !c.has_indexer, "shared indexer layer without a preceding full one");
-  float* out = Grow(buf.out, T * D);  // [T, D]
-  MlaAttend(ctx, lw.attn, layer, q, c.has_indexer ? topk.data() : nullptr, out);
-  MX_RETURN_IF_ERROR(AllReduce(ctx, shard, out, T * D));
-  for (int64_t i = 0; i < T * D; ++i) h[i] += out[i];
-  float* m = Grow(buf.m, T * D);  // [T, D]
-  for (int64_t r = 0; r < T; ++r) {
+  float* out = Grow(buf.out, n * D);  // [n, D]
+  MlaAttend(qc, lw.attn, layer, q, c.has_indexer ? topk.data() : nullptr, out);
+  MX_RETURN_IF_ERROR(AllReduce(ctx, shard, out, n * D));
+  for (int64_t i = 0; i < n * D; ++i) h[i] += out[i];
+  float* m = Grow(buf.m, n * D);  // [n, D]
+  for (int64_t r = 0; r < n; ++r) {
     ctx.kt.rms_norm(h + r * D, lw.post_attention_layernorm.data(), eps, D, m + r * D);
   }
   if (lw.is_moe) {
-    MoeBlock(ctx, lw.moe, m, out, trace);
+    MoeBlock(ctx, lw.moe, m, n, out, trace);
   } else {
     OpTimer t(ctx.opts.profile, Op::kDenseMlp);
-    SwiGluMlp(ctx.kt, ctx.pool, lw.mlp, m, T, out);
+    SwiGluMlp(ctx.kt, ctx.pool, lw.mlp, m, n, out);
   }
-  MX_RETURN_IF_ERROR(AllReduce(ctx, shard, out, T * D));
-  for (int64_t i = 0; i < T * D; ++i) h[i] += out[i];
-  return CheckFinite(h, T * D, D, fmt::format("the hidden state after layer {}", layer));
+  MX_RETURN_IF_ERROR(AllReduce(ctx, shard, out, n * D));
+  for (int64_t i = 0; i < n * D; ++i) h[i] += out[i];
+  return CheckFinite(h, n * D, D, fmt::format("the hidden state after layer {}", layer));
 }
 
 }  // namespace
@@ -171,21 +220,6 @@ Result<ForwardOutput> Model::Forward(const ForwardBatch& batch, const ForwardOpt
     }
   }
   if (opts.want_hidden_states) out.hidden_states.push_back(h);
-  std::vector<int32_t> topk;  // [T, K]
-  bool have_topk = false;
-  for (int64_t l = 0; l < L; ++l) {
-    RouterChoice* trace = nullptr;
-    if (opts.want_router && weights_.layers[l].is_moe) trace = &out.router[l];
-    MX_RETURN_IF_ERROR(
-        DecoderLayer(ctx, weights_.shard, weights_.layers[l], l, h.data(), topk, have_topk, trace));
-    if (opts.want_hidden_states) out.hidden_states.push_back(h);
-    if (opts.want_topk) out.topk.push_back(c.has_indexer ? topk : std::vector<int32_t>());
-  }
-
-  out.final_hidden.resize(T * D);  // [T, D]
-  for (int64_t r = 0; r < T; ++r) {
-    kt.rms_norm(h.data() + r * D, weights_.norm.data(), eps, D, out.final_hidden.data() + r * D);
-  }
   if (opts.logits == LogitsMode::kAll) {
     for (int64_t r = 0; r < T; ++r) out.logit_rows.push_back(r);
   } else if (opts.logits == LogitsMode::kLast) {
@@ -194,11 +228,36 @@ Result<ForwardOutput> Model::Forward(const ForwardBatch& batch, const ForwardOpt
       for (int64_t r = first; r < out.row_begin[s + 1]; ++r) out.logit_rows.push_back(r);
     }
   }
+  // Pruned: the last layer carries only the logit rows past its attention (h then holds them).
+  const bool prune = opts.prune_last_layer && opts.logits == LogitsMode::kLast && !any_mtp &&
+                     !opts.want_hidden_states && !opts.want_router && !opts.want_topk && L > 0;
+  std::vector<int32_t> topk;  // [T, K]
+  bool have_topk = false;
+  for (int64_t l = 0; l < L; ++l) {
+    RouterChoice* trace = nullptr;
+    if (opts.want_router && weights_.layers[l].is_moe) trace = &out.router[l];
+    MX_RETURN_IF_ERROR(DecoderLayer(ctx, weights_.shard, weights_.layers[l], l, h.data(), topk,
+                                    have_topk, trace, /*reuse_topk=*/false,
+                                    prune && l == L - 1 ? &out.logit_rows : nullptr));
+    if (opts.want_hidden_states) out.hidden_states.push_back(h);
+    if (opts.want_topk) out.topk.push_back(c.has_indexer ? topk : std::vector<int32_t>());
+  }
+
+  if (!prune) {
+    out.final_hidden.resize(T * D);  // [T, D]
+    for (int64_t r = 0; r < T; ++r) {
+      kt.rms_norm(h.data() + r * D, weights_.norm.data(), eps, D, out.final_hidden.data() + r * D);
+    }
+  }
   if (!out.logit_rows.empty()) {
     const int64_t n = static_cast<int64_t>(out.logit_rows.size());
     std::vector<float> y(n * D);  // [n, D]
     for (int64_t i = 0; i < n; ++i) {
-      std::copy_n(out.final_hidden.data() + out.logit_rows[i] * D, D, y.data() + i * D);
+      if (prune) {  // h's first n rows are the logit rows
+        kt.rms_norm(h.data() + i * D, weights_.norm.data(), eps, D, y.data() + i * D);
+      } else {
+        std::copy_n(out.final_hidden.data() + out.logit_rows[i] * D, D, y.data() + i * D);
+      }
     }
     OpTimer t(opts.profile, Op::kLmHead);
     MX_RETURN_IF_ERROR(LmHead(ctx, y.data(), n, out.logits));

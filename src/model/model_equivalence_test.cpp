@@ -7,6 +7,7 @@
 // forms); batching and sparse == dense are exact (each row's arithmetic is unchanged).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -163,6 +164,60 @@ TEST_P(EquivalenceTest, BatchOfFourEqualsEachAlone) {
   EXPECT_LE(MaxAbsDiff(got, want), kStepTol);
   std::vector<float> got1(mo.logits.begin() + V, mo.logits.end());
   EXPECT_EQ(got1, alone[1].logits);
+}
+
+// prune_last_layer: the last layer's queries, attention and MLP for the logit rows only give
+// the same logits (within kStepTol: a lone query row may take the absorbed form where the whole
+// prompt took the expanded one) and write the same KV (the next decode step's logits are the
+// same bits); MTP rows in the batch turn it off.
+TEST_P(EquivalenceTest, PruningTheLastLayerKeepsLogitsAndKv) {
+  const Model& m = TestModel(GetParam());
+  const std::vector<int32_t> ids = Prompt(GetParam(), 130);
+  ThreadPool pool(2);
+  std::vector<std::vector<float>> logits, next;
+  std::vector<std::vector<int64_t>> rows;
+  for (bool prune : {false, true}) {
+    ForwardOptions o;
+    o.prune_last_layer = prune;
+    ContiguousKvStore kv(m.config(), 160);
+    const int64_t a = kv.AddSequence(), b = kv.AddSequence(), c = kv.AddSequence();
+    ForwardBatch first;  // c's first 5 tokens, so that it decodes in the mixed step
+    first.seqs.push_back({c, 0, {ids.begin(), ids.begin() + 5}, {}});
+    RunForward(m, kv, first, o, pool);
+    ForwardBatch mixed;
+    mixed.seqs.push_back({a, 0, {ids.begin(), ids.begin() + 120}, {}});
+    SequenceInput verify{b, 0, {ids.begin() + 3, ids.begin() + 17}, {}};
+    verify.all_logits = true;  // several logit rows of one sequence
+    mixed.seqs.push_back(verify);
+    mixed.seqs.push_back({c, 5, {ids[5]}, {}});
+    const ForwardOutput out = RunForward(m, kv, mixed, o, pool);
+    EXPECT_EQ(out.final_hidden.empty(), prune);
+    logits.push_back(out.logits);
+    rows.push_back(out.logit_rows);
+    ForwardBatch after;  // reads every layer's KV of the pruned step
+    after.seqs.push_back({a, 120, {ids[120]}, {}});
+    after.seqs.push_back({b, 14, {ids[30]}, {}});
+    after.seqs.push_back({c, 6, {ids[6]}, {}});
+    next.push_back(RunForward(m, kv, after, o, pool).logits);
+  }
+  ASSERT_EQ(rows[0].size(), 1u + 14u + 1u);
+  EXPECT_EQ(rows[1], rows[0]);
+  ASSERT_EQ(logits[1].size(), logits[0].size());
+  EXPECT_LE(MaxAbsDiff(logits[1], logits[0]), kStepTol);
+  EXPECT_EQ(next[1], next[0]);
+  for (float x : logits[1]) ASSERT_TRUE(std::isfinite(x));
+
+  ForwardOptions o;
+  o.prune_last_layer = true;
+  ContiguousKvStore kv(m.config(), 64);
+  ForwardBatch b;
+  b.seqs.push_back({kv.AddSequence(), 0, {ids.begin(), ids.begin() + 8}, {}});
+  if (m.config().num_nextn_predict_layers > 0) {  // MTP rows read every row's final hidden
+    b.seqs[0].mtp_next.assign(ids.begin() + 1, ids.begin() + 9);
+    const ForwardOutput out = RunForward(m, kv, b, o, pool);
+    EXPECT_EQ(out.final_hidden.size(), 8u * m.config().hidden_size);
+    EXPECT_EQ(out.mtp_rows.size(), 8u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Checkpoints, EquivalenceTest, ::testing::Values("tiny", "tiny-glm52"),

@@ -86,10 +86,10 @@ Route RouteRow(const LayerContext& ctx, const MoeWeights& w, const float* logits
 
 }  // namespace
 
-void MoeBlock(const LayerContext& ctx, const MoeWeights& w, const float* m, float* out,
+void MoeBlock(const LayerContext& ctx, const MoeWeights& w, const float* m, int64_t T, float* out,
               RouterChoice* trace) {
   const ModelConfig& c = ctx.c;
-  const int64_t T = ctx.rows(), E = c.n_routed_experts, k = c.num_experts_per_tok;
+  const int64_t E = c.n_routed_experts, k = c.num_experts_per_tok;
   OpTimer tr(ctx.opts.profile, Op::kRouter);
   std::vector<float> logits(T * E);  // [T, E] fp32 router logits
   Linear(ctx.kt, ctx.pool, m, T, w.gate, logits.data());

@@ -21,9 +21,10 @@ namespace mx {
 void SwiGluMlp(const KernelTable& kt, ThreadPool& pool, const MlpWeights& w, const float* m,
                int64_t rows, float* out, GemmTiling t = {});
 
-// m [T, D] → out [T, D]. `trace`, when not null, receives each row's experts (ascending) and
-// weights, [T, k]. The expert part runs as ctx.opts.moe says.
-void MoeBlock(const LayerContext& ctx, const MoeWeights& w, const float* m, float* out,
+// m [T, D] → out [T, D] (T rows: ctx.rows(), or fewer where the caller pruned them). `trace`,
+// when not null, receives each row's experts (ascending) and weights, [T, k]. The expert part
+// runs as ctx.opts.moe says.
+void MoeBlock(const LayerContext& ctx, const MoeWeights& w, const float* m, int64_t T, float* out,
               RouterChoice* trace);
 
 // The rows routed to one expert (ascending) and their gate weights.
