@@ -1,6 +1,7 @@
 // Model loading and the forward pass orchestration (see model.h).
 #include "model/model.h"
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -60,10 +61,37 @@ Status AllReduce(const LayerContext& ctx, const ModelShard& shard, float* x, int
   return Group(ctx, shard).AllReduceSum(std::span<float>(x, n));
 }
 
-Status CheckFinite(const float* x, int64_t n, int64_t D, const std::string& what) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(x[i])) {
-      return Internal("non-finite value {} in {} (row {}, column {})", x[i], what, i / D, i % D);
+// fn(r0, r1) over rows [0, n): split over the pool where there are enough rows to pay for the
+// call (a prefill's norms and residual adds; a decode step's few rows run inline).
+constexpr int64_t kPoolRows = 16;
+template <typename Fn>
+void ForRows(ThreadPool& pool, int64_t n, Fn fn) {
+  if (n < kPoolRows) {
+    if (n > 0) fn(int64_t{0}, n);
+    return;
+  }
+  pool.parallel_for(0, n, [&](int64_t lo, int64_t hi, int) { fn(lo, hi); });
+}
+
+// x [rows, D]: an error naming the first non-finite value (row-major order) and where it is.
+Status CheckFinite(ThreadPool& pool, const float* x, int64_t rows, int64_t D,
+                   const std::string& what) {
+  std::atomic<int64_t> first_bad{rows};
+  ForRows(pool, rows, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      bool finite = true;
+      for (int64_t d = 0; d < D; ++d) finite &= std::isfinite(x[r * D + d]);
+      if (finite) continue;
+      int64_t cur = first_bad.load();
+      while (r < cur && !first_bad.compare_exchange_weak(cur, r)) {
+      }
+      return;
+    }
+  });
+  const int64_t r = first_bad.load();
+  for (int64_t d = 0; r < rows && d < D; ++d) {
+    if (!std::isfinite(x[r * D + d])) {
+      return Internal("non-finite value {} in {} (row {}, column {})", x[r * D + d], what, r, d);
     }
   }
   return Status::Ok();
@@ -115,9 +143,11 @@ Status DecoderLayer(const LayerContext& ctx, const ModelShard& shard, const Laye
   const float eps = static_cast<float>(c.rms_norm_eps);
   LayerBuffers& buf = LayerScratch();
   float* a = Grow(buf.a, T * D);  // [T, D]
-  for (int64_t r = 0; r < T; ++r) {
-    ctx.kt.rms_norm(h + r * D, lw.input_layernorm.data(), eps, D, a + r * D);
-  }
+  ForRows(ctx.pool, T, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      ctx.kt.rms_norm(h + r * D, lw.input_layernorm.data(), eps, D, a + r * D);
+    }
+  });
   const bool own_topk = lw.has_indexer && !(reuse_topk && have_topk);
   // The query rows' context: ctx itself, or (keep) a context of the kept rows alone, after every
   // row's KV is written; a and h are compacted to the kept rows (ascending: row keep[i] >= i is
@@ -154,11 +184,13 @@ Status DecoderLayer(const LayerContext& ctx, const ModelShard& shard, const Laye
   float* out = Grow(buf.out, n * D);  // [n, D]
   MlaAttend(qc, lw.attn, layer, q, c.has_indexer ? topk.data() : nullptr, out);
   MX_RETURN_IF_ERROR(AllReduce(ctx, shard, out, n * D));
-  for (int64_t i = 0; i < n * D; ++i) h[i] += out[i];
   float* m = Grow(buf.m, n * D);  // [n, D]
-  for (int64_t r = 0; r < n; ++r) {
-    ctx.kt.rms_norm(h + r * D, lw.post_attention_layernorm.data(), eps, D, m + r * D);
-  }
+  ForRows(ctx.pool, n, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0 * D; i < r1 * D; ++i) h[i] += out[i];
+    for (int64_t r = r0; r < r1; ++r) {
+      ctx.kt.rms_norm(h + r * D, lw.post_attention_layernorm.data(), eps, D, m + r * D);
+    }
+  });
   if (lw.is_moe) {
     MoeBlock(ctx, lw.moe, m, n, out, trace);
   } else {
@@ -166,8 +198,10 @@ Status DecoderLayer(const LayerContext& ctx, const ModelShard& shard, const Laye
     SwiGluMlp(ctx.kt, ctx.pool, lw.mlp, m, n, out);
   }
   MX_RETURN_IF_ERROR(AllReduce(ctx, shard, out, n * D));
-  for (int64_t i = 0; i < n * D; ++i) h[i] += out[i];
-  return CheckFinite(h, n * D, D, fmt::format("the hidden state after layer {}", layer));
+  ForRows(ctx.pool, n, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0 * D; i < r1 * D; ++i) h[i] += out[i];
+  });
+  return CheckFinite(ctx.pool, h, n, D, fmt::format("the hidden state after layer {}", layer));
 }
 
 }  // namespace
@@ -211,15 +245,20 @@ Result<ForwardOutput> Model::Forward(const ForwardBatch& batch, const ForwardOpt
   FillRopeTables(ctx);
 
   if (opts.profile != nullptr) opts.profile->Begin();
-  std::vector<float> h(T * D);  // [T, D] residual stream
+  // [T, D] residual stream: this thread's, kept across forwards (not zeroed and faulted in anew)
+  static thread_local std::vector<float> h_buf;
+  float* h = Grow(h_buf, T * D);
+  auto residual = [&] { return std::vector<float>(h, h + T * D); };  // hidden_states
   {
     OpTimer t(opts.profile, Op::kEmbed);
-    int64_t r = 0;
-    for (const SequenceInput& s : batch.seqs) {
-      for (int32_t t : s.tokens) weights_.Embed(t, h.data() + (r++) * D);
-    }
+    std::vector<int32_t> ids;
+    for (const SequenceInput& s : batch.seqs)
+      ids.insert(ids.end(), s.tokens.begin(), s.tokens.end());
+    ForRows(pool, T, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) weights_.Embed(ids[r], h + r * D);
+    });
   }
-  if (opts.want_hidden_states) out.hidden_states.push_back(h);
+  if (opts.want_hidden_states) out.hidden_states.push_back(residual());
   if (opts.logits == LogitsMode::kAll) {
     for (int64_t r = 0; r < T; ++r) out.logit_rows.push_back(r);
   } else if (opts.logits == LogitsMode::kLast) {
@@ -236,32 +275,34 @@ Result<ForwardOutput> Model::Forward(const ForwardBatch& batch, const ForwardOpt
   for (int64_t l = 0; l < L; ++l) {
     RouterChoice* trace = nullptr;
     if (opts.want_router && weights_.layers[l].is_moe) trace = &out.router[l];
-    MX_RETURN_IF_ERROR(DecoderLayer(ctx, weights_.shard, weights_.layers[l], l, h.data(), topk,
-                                    have_topk, trace, /*reuse_topk=*/false,
+    MX_RETURN_IF_ERROR(DecoderLayer(ctx, weights_.shard, weights_.layers[l], l, h, topk, have_topk,
+                                    trace, /*reuse_topk=*/false,
                                     prune && l == L - 1 ? &out.logit_rows : nullptr));
-    if (opts.want_hidden_states) out.hidden_states.push_back(h);
+    if (opts.want_hidden_states) out.hidden_states.push_back(residual());
     if (opts.want_topk) out.topk.push_back(c.has_indexer ? topk : std::vector<int32_t>());
   }
 
   if (!prune) {
     out.final_hidden.resize(T * D);  // [T, D]
-    for (int64_t r = 0; r < T; ++r) {
-      kt.rms_norm(h.data() + r * D, weights_.norm.data(), eps, D, out.final_hidden.data() + r * D);
-    }
+    ForRows(pool, T, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        kt.rms_norm(h + r * D, weights_.norm.data(), eps, D, out.final_hidden.data() + r * D);
+      }
+    });
   }
   if (!out.logit_rows.empty()) {
     const int64_t n = static_cast<int64_t>(out.logit_rows.size());
     std::vector<float> y(n * D);  // [n, D]
     for (int64_t i = 0; i < n; ++i) {
       if (prune) {  // h's first n rows are the logit rows
-        kt.rms_norm(h.data() + i * D, weights_.norm.data(), eps, D, y.data() + i * D);
+        kt.rms_norm(h + i * D, weights_.norm.data(), eps, D, y.data() + i * D);
       } else {
         std::copy_n(out.final_hidden.data() + out.logit_rows[i] * D, D, y.data() + i * D);
       }
     }
     OpTimer t(opts.profile, Op::kLmHead);
     MX_RETURN_IF_ERROR(LmHead(ctx, y.data(), n, out.logits));
-    MX_RETURN_IF_ERROR(CheckFinite(out.logits.data(), n * V, V, "the logits"));
+    MX_RETURN_IF_ERROR(CheckFinite(pool, out.logits.data(), n, V, "the logits"));
   }
   if (opts.profile != nullptr) opts.profile->End();
   if (!any_mtp) return out;
@@ -319,7 +360,7 @@ Status Model::MtpLayer(const LayerContext& ctx, const std::vector<int32_t>& next
   }
   if (logit_rows == nullptr) {
     MX_RETURN_IF_ERROR(LmHead(ctx, hidden.data(), R, logits));
-    return CheckFinite(logits.data(), R * V, V, "the MTP logits");
+    return CheckFinite(ctx.pool, logits.data(), R, V, "the MTP logits");
   }
   const auto n = static_cast<int64_t>(logit_rows->size());
   std::vector<float> y(n * D);  // [n, D]
@@ -327,7 +368,7 @@ Status Model::MtpLayer(const LayerContext& ctx, const std::vector<int32_t>& next
     std::copy_n(hidden.data() + (*logit_rows)[i] * D, D, y.data() + i * D);
   }
   MX_RETURN_IF_ERROR(LmHead(ctx, y.data(), n, logits));
-  return CheckFinite(logits.data(), n * V, V, "the MTP logits");
+  return CheckFinite(ctx.pool, logits.data(), n, V, "the MTP logits");
 }
 
 Status Model::LmHead(const LayerContext& ctx, const float* x, int64_t n,

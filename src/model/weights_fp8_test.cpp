@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -333,6 +334,53 @@ TEST(Fp8Weights, Fp8WithoutAnFp8ConfigFails) {
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("has no fp8 quantization_config"), std::string::npos)
       << m.status().message();
+}
+
+// A NaN embedding row is caught after the first layer with the first row it reaches (rows
+// before it attend no NaN; every row from it on does), in a batch wide enough that the check
+// runs over the pool, and again in the pruned pass the engine runs.
+TEST(ForwardChecks, NonFiniteHiddenStateIsAnErrorNamingItsRow) {
+  const fs::path dst = Temp("nan-embed");
+  const int32_t bad = 9;
+  Rewrite(
+      TestCheckpointDir("tiny"), dst,
+      [&](const Checkpoint&, const TensorView& v, SafetensorsWriter& sw) {
+        if (v.name != "model.embed_tokens.weight") return false;
+        std::vector<uint8_t> bytes(v.data, v.data + v.nbytes);
+        const int64_t D = v.shape[1], es = static_cast<int64_t>(DTypeSize(v.dtype));
+        for (int64_t d = 0; d < D; ++d) {
+          uint8_t* x = bytes.data() + (bad * D + d) * es;
+          if (v.dtype == DType::kF32) {
+            const float nan = std::numeric_limits<float>::quiet_NaN();
+            std::memcpy(x, &nan, 4);
+          } else {
+            const uint16_t nan = 0x7fc0;  // bf16 / the high half of an fp32 NaN
+            std::memcpy(x, &nan, 2);
+          }
+        }
+        EXPECT_TRUE(sw.AddOwned(v.name, v.dtype, v.shape, std::move(bytes)).ok());
+        return true;
+      },
+      [](nlohmann::ordered_json&) {});
+  auto m = Model::Load(dst.string());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ThreadPool pool(2);
+  std::vector<int32_t> ids(24);
+  for (int32_t i = 0; i < 24; ++i) ids[i] = 20 + i;
+  ids[13] = bad;
+  for (bool prune : {false, true}) {
+    ContiguousKvStore kv((*m)->config(), 32);
+    ForwardBatch b;
+    b.seqs.push_back({kv.AddSequence(), 0, ids, {}});
+    ForwardOptions o;
+    o.prune_last_layer = prune;
+    auto out = (*m)->Forward(b, o, kv, SelectKernels(), pool);
+    ASSERT_FALSE(out.ok());
+    const std::string msg = out.status().message();
+    EXPECT_NE(msg.find("non-finite value nan in the hidden state after layer 0 (row 13, column 0)"),
+              std::string::npos)
+        << msg;
+  }
 }
 
 }  // namespace
