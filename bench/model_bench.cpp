@@ -63,9 +63,11 @@ double Now() {
 }
 
 // The op table of `steps` forwards of `rows` rows each (prof summed over them): decode rows are
-// judged by the bytes each op's weights take from memory, prefill rows by their FLOPs.
+// judged by the bytes each op's weights take from memory, prefill rows by their FLOPs (blank
+// when the last layer was pruned: its ops ran on fewer rows).
 void PrintOps(const mx::OpProfile& prof, int64_t steps, int64_t rows, bool decode,
-              const mx::OpWeightCost& cost, double bw_gbps, double gemm_gflops) {
+              const mx::OpWeightCost& cost, double bw_gbps, double gemm_gflops,
+              bool pruned = false) {
   const double total = prof.Total();
   std::printf("\n| op | ms per step | share | %s | %s |\n", decode ? "MB read" : "GFLOP",
               decode ? "% of bandwidth floor" : "% of GEMM rate");
@@ -75,7 +77,9 @@ void PrintOps(const mx::OpProfile& prof, int64_t steps, int64_t rows, bool decod
     if (prof.calls[i] == 0 && sec < 1e-5) continue;
     // the lm_head runs on the last row of a prefill only
     const double r = i == static_cast<int>(mx::Op::kLmHead) && !decode ? 1.0 : rows;
-    const double work = decode ? cost.bytes[i] / 1e6 : 2.0 * r * cost.macs_per_row[i] / 1e9;
+    const double work = decode   ? cost.bytes[i] / 1e6
+                        : pruned ? 0.0
+                                 : 2.0 * r * cost.macs_per_row[i] / 1e9;
     const double ceil = decode ? cost.bytes[i] / (bw_gbps * 1e9)
                                : 2.0 * r * cost.macs_per_row[i] / (gemm_gflops * 1e9);
     std::printf("| %s | %.2f | %.1f%% | %s | %s |\n", std::string(mx::kOpNames[i]).c_str(),
@@ -325,7 +329,8 @@ int main(int argc, char** argv) {
     }
     if (ops) {
       PrintOps(prof, std::max(1, repeats - 1), n_prefill, false,
-               mx::OpWeightCosts(model->weights(), {}, c.num_experts_per_tok), bw, gemm_gflops);
+               mx::OpWeightCosts(model->weights(), {}, c.num_experts_per_tok), bw, gemm_gflops,
+               prune);
     }
     std::fflush(stdout);
   }
