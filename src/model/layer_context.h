@@ -37,6 +37,18 @@ struct LayerContext {
   const float* sin(int64_t r) const { return rope_sin.data() + r * (c.qk_rope_head_dim / 2); }
 };
 
+// fn(r0, r1) over rows [0, n): split over the pool where there are enough rows to pay for the
+// call (a prefill's norms, residual adds and rope; a decode step's few rows run inline).
+inline constexpr int64_t kPoolRows = 16;
+template <typename Fn>
+void ForRows(ThreadPool& pool, int64_t n, Fn fn) {
+  if (n < kPoolRows) {
+    if (n > 0) fn(int64_t{0}, n);
+    return;
+  }
+  pool.parallel_for(0, n, [&](int64_t lo, int64_t hi, int) { fn(lo, hi); });
+}
+
 // Fills pos/rope tables for groups: inv_freq_j = θ^(−2j/Dr), φ = p·inv_freq_j in float64, then
 // cos/sin rounded to fp32 (as the reference does).
 void FillRopeTables(LayerContext& ctx);

@@ -406,18 +406,13 @@ void MlaQuery(const LayerContext& ctx, const AttentionWeights& w, int64_t /*laye
     OpTimer tb(ctx.opts.profile, Op::kQb);
     Linear(ctx.kt, ctx.pool, cq, T, w.q_b_proj, q);  // [T, H, Dn+Dr]
   }
-  auto rope = [&](int64_t r0, int64_t r1) {
+  ForRows(ctx.pool, T, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       for (int64_t h = 0; h < H; ++h) {  // note: the rope slice is the LAST Dr of each head
         ctx.kt.rope(q + (r * H + h) * Dq + Dn, Dr, ctx.cos(r), ctx.sin(r), c.rope_interleave);
       }
     }
-  };
-  if (T < 16) {  // a decode step's rows: not worth a pool call
-    rope(0, T);
-  } else {
-    ctx.pool.parallel_for(0, T, [&](int64_t lo, int64_t hi, int) { rope(lo, hi); });
-  }
+  });
 }
 
 void MlaWriteKv(const LayerContext& ctx, const AttentionWeights& w, int64_t layer, const float* a) {

@@ -61,18 +61,6 @@ Status AllReduce(const LayerContext& ctx, const ModelShard& shard, float* x, int
   return Group(ctx, shard).AllReduceSum(std::span<float>(x, n));
 }
 
-// fn(r0, r1) over rows [0, n): split over the pool where there are enough rows to pay for the
-// call (a prefill's norms and residual adds; a decode step's few rows run inline).
-constexpr int64_t kPoolRows = 16;
-template <typename Fn>
-void ForRows(ThreadPool& pool, int64_t n, Fn fn) {
-  if (n < kPoolRows) {
-    if (n > 0) fn(int64_t{0}, n);
-    return;
-  }
-  pool.parallel_for(0, n, [&](int64_t lo, int64_t hi, int) { fn(lo, hi); });
-}
-
 // x [rows, D]: an error naming the first non-finite value (row-major order) and where it is.
 Status CheckFinite(ThreadPool& pool, const float* x, int64_t rows, int64_t D,
                    const std::string& what) {
