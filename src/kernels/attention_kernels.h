@@ -111,14 +111,6 @@ void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const
                    int64_t n, float scale, float* out);
 void IndexerScoresBf16(const float* q, const float* w, int64_t hi, int64_t di,
                        const uint16_t* const* panels, int64_t n, float scale, float* out);
-// attend_rows_bf16 with vdpbf16ps (AVX512_BF16; attention_dot_avx512.cpp): the query rows and
-// each key block's probabilities in three bf16 parts (exactly their fp32 values), products
-// exact, sums fp32 in its own order; twin: ref::AttendRowsBf16.
-void AttendRowsBf16Dot(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m,
-                       int64_t da, int64_t db, const uint16_t* const* ka, const uint16_t* const* kb,
-                       const uint16_t* const* v, int64_t dv, int64_t n, const int64_t* lim,
-                       const uint64_t* mask, int64_t ldm, float scale, float* scratch, float* out,
-                       int64_t ldo);
 }  // namespace avx512
 
 }  // namespace mx

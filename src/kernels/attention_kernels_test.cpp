@@ -183,8 +183,9 @@ TEST(AttentionKernels, AttendRowsRowIsIndependentOfItsNeighbours) {
 }
 
 // attend_rows_bf16 over bf16 rows gives attend_rows' bits over the same rows widened to fp32
-// (the widening is exact and the arithmetic the same), at every level, with limits, masks, tails
-// of every width (da, db, dv not multiples of a vector) and keys by arbitrary pointers.
+// (the widening is exact and the arithmetic the same), at every level in both activation tables
+// (the bf16 one is the engine's), with limits, masks, tails of every width (da, db, dv not
+// multiples of a vector) and keys by arbitrary pointers.
 TEST(AttentionKernels, AttendRowsOverBf16RowsEqualsTheWidenedRows) {
   const uint32_t seed = FreshSeed();
   std::mt19937 rng(seed);
@@ -209,8 +210,12 @@ TEST(AttentionKernels, AttendRowsOverBf16RowsEqualsTheWidenedRows) {
     const std::vector<int64_t> lim = SpreadLimits(sh.m, sh.n);
     const int64_t ldm = (sh.n + 63) / 64;
     const std::vector<uint64_t> mask = HalfMasks(sh.m, sh.n, rng);
-    for (const KernelTable* kt : Levels()) {
-      for (bool masked : {false, true}) {
+    for (const KernelTable* base : Levels()) {
+      for (auto [masked, act] : {std::pair{false, GemmActivations::kFp32},
+                                 {true, GemmActivations::kFp32},
+                                 {false, GemmActivations::kBf16},
+                                 {true, GemmActivations::kBf16}}) {
+        const KernelTable* kt = &WithGemmActivations(*base, act);
         const uint64_t* mk = masked ? mask.data() : nullptr;
         std::vector<float> want(sh.m * sh.dv, std::numeric_limits<float>::quiet_NaN());
         std::vector<float> got(want), scratch(AttendRowsScratch(sh.m));
@@ -222,68 +227,9 @@ TEST(AttentionKernels, AttendRowsOverBf16RowsEqualsTheWidenedRows) {
                              ldm, 0.1f, scratch.data(), got.data(), sh.dv);
         for (float x : got) ASSERT_TRUE(std::isfinite(x)) << KernelLevelName(kt->level);
         ASSERT_EQ(got, want) << KernelLevelName(kt->level) << " m=" << sh.m << " da=" << sh.da
-                             << " masked=" << masked << " seed=" << seed;
-      }
-    }
-  }
-}
-
-// The bf16-activations table's attend_rows_bf16 (at the AVX-512 level with vdpbf16ps: query
-// rows and probabilities in three bf16 parts, exactly) against ref::AttendRowsBf16 within
-// kRowsTol (fp32 sums in another order), and each row gives the same bits alone as in the
-// batch. Limits, masks, tails of every width, odd key counts, several blocks, scattered rows.
-TEST(AttentionKernels, AttendRowsBf16WithBf16ActivationsMatchesFp32) {
-  const uint32_t seed = FreshSeed();
-  std::mt19937 rng(seed);
-  struct Shape {
-    int64_t m, da, db, dv, n;
-  };
-  for (const Shape& sh :
-       {Shape{8, 512, 64, 512, 2048}, Shape{16, 512, 64, 512, 301}, Shape{5, 37, 11, 29, 70},
-        Shape{1, 192, 64, 128, 65}, Shape{33, 24, 8, 40, 129}, Shape{3, 31, 33, 97, 1}}) {
-    const int64_t w = sh.da + sh.db + sh.dv;
-    const auto q = Randn(sh.m * (sh.da + sh.db), rng, 0.5f);
-    const auto f = Randn(sh.n * w, rng);
-    std::vector<uint16_t> h(f.size());
-    for (size_t i = 0; i < f.size(); ++i) h[i] = F32ToBf16(f[i]);
-    std::vector<const uint16_t*> ha(sh.n), hb(sh.n), hv(sh.n);
-    for (int64_t t = 0; t < sh.n; ++t) {  // in reverse: any pointers
-      const int64_t r = (sh.n - 1 - t) * w;
-      ha[t] = h.data() + r, hb[t] = ha[t] + sh.da, hv[t] = hb[t] + sh.db;
-    }
-    const std::vector<int64_t> lim = SpreadLimits(sh.m, sh.n);
-    const int64_t ldm = (sh.n + 63) / 64;
-    const std::vector<uint64_t> mask = HalfMasks(sh.m, sh.n, rng);
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    for (const KernelTable* base : Levels()) {
-      const KernelTable& kt = WithGemmActivations(*base, GemmActivations::kBf16);
-      for (int variant = 0; variant < 3; ++variant) {  // all keys, limits, limits + mask
-        const int64_t* lm = variant == 0 ? nullptr : lim.data();
-        const uint64_t* mk = variant == 2 ? mask.data() : nullptr;
-        std::vector<float> want(sh.m * sh.dv, nan), got(want), one(sh.dv, nan);
-        std::vector<float> scratch(AttendRowsScratch(sh.m));
-        ref::AttendRowsBf16(q.data(), sh.da + sh.db, q.data() + sh.da, sh.da + sh.db, sh.m, sh.da,
-                            sh.db, ha.data(), hb.data(), hv.data(), sh.dv, sh.n, lm, mk, ldm, 0.1f,
-                            scratch.data(), want.data(), sh.dv);
-        kt.attend_rows_bf16(q.data(), sh.da + sh.db, q.data() + sh.da, sh.da + sh.db, sh.m, sh.da,
-                            sh.db, ha.data(), hb.data(), hv.data(), sh.dv, sh.n, lm, mk, ldm, 0.1f,
-                            scratch.data(), got.data(), sh.dv);
-        for (size_t i = 0; i < got.size(); ++i) {
-          ASSERT_TRUE(std::isfinite(got[i])) << KernelLevelName(kt.level) << " i=" << i;
-          ASSERT_NEAR(got[i], want[i], kRowsTol)
-              << KernelLevelName(kt.level) << " m=" << sh.m << " da=" << sh.da
-              << " variant=" << variant << " i=" << i << " seed=" << seed;
-        }
-        for (int64_t i = 0; i < sh.m; ++i) {
-          const float* qi = q.data() + i * (sh.da + sh.db);
-          kt.attend_rows_bf16(
-              qi, sh.da + sh.db, qi + sh.da, sh.da + sh.db, 1, sh.da, sh.db, ha.data(), hb.data(),
-              hv.data(), sh.dv, lm == nullptr ? sh.n : lm[i], lm == nullptr ? nullptr : lm + i,
-              mk == nullptr ? nullptr : mk + i * ldm, ldm, 0.1f, scratch.data(), one.data(), sh.dv);
-          ASSERT_EQ(one, std::vector<float>(got.begin() + i * sh.dv, got.begin() + (i + 1) * sh.dv))
-              << KernelLevelName(kt.level) << " row " << i << " variant=" << variant
-              << " seed=" << seed;
-        }
+                             << " masked=" << masked
+                             << " bf16 activations=" << (act == GemmActivations::kBf16)
+                             << " seed=" << seed;
       }
     }
   }

@@ -1,6 +1,5 @@
 // Activations as bf16 pairs for the vdpbf16ps GEMMs (bf16_packed_avx512.cpp, fp8_avx512.cpp),
-// and the helpers the other vdpbf16ps kernels share (kernels_avx512.cpp,
-// attention_dot_avx512.cpp):
+// and the helpers the other vdpbf16ps kernels share (kernels_avx512.cpp):
 // each fp32 row split once per call into P = 3 bf16 parts whose sum is the value exactly
 // (hi = bf16(x), mid = bf16(x − hi), lo = the rest) or P = 1 (x rounded once), stored as rows of
 // `row_pairs` pairs (zeros past k). Included only by AVX-512 BF16 translation units.

@@ -218,8 +218,8 @@ constexpr KernelTable kAvx512DotFp32 = {
     .gemm_fp8 = avx512::GemmFp8Dot,
 };
 
-// ... and with bf16 activations: one vdpbf16ps per product, the absorbed attention over a bf16
-// cache included.
+// ... and with bf16 activations: one vdpbf16ps per product in the GEMMs (the attention keeps
+// fp32 FMAs: the same bits as the fp32 table's).
 constexpr KernelTable kAvx512DotBf16 = {
     .level = KernelLevel::kAvx512,
     .bf16_activations = GemmActivations::kBf16,
@@ -234,7 +234,7 @@ constexpr KernelTable kAvx512DotBf16 = {
     .gemm_bf16_packed = avx512::GemmBf16PackedDotX16,
     .gemm_mxfp4 = avx512::GemmMxfp4,
     .attend_rows = avx512::AttendRows,
-    .attend_rows_bf16 = avx512::AttendRowsBf16Dot,
+    .attend_rows_bf16 = avx512::AttendRowsBf16,
     .indexer_scores = avx512::IndexerScores,
     .indexer_scores_bf16 = avx512::IndexerScoresBf16,
     .topk_set = RadixTopKSet,

@@ -85,8 +85,9 @@ struct KernelTable {
   // REQUIRES: 1 <= lim[i] <= n; every row attends at least one key; out aliases no input.
   AttendRowsFn attend_rows = nullptr;
   // attend_rows over bf16 rows (a bf16 KV cache read in place): the same bits as attend_rows
-  // over the rows widened to fp32; in a bf16-activations table (kBf16) with vdpbf16ps, the same
-  // products summed in another order (avx512::AttendRowsBf16Dot).
+  // over the rows widened to fp32, in every table. note: a vdpbf16ps form with the query and
+  // probabilities in three exact bf16 parts ran at 0.7x these fp32 FMAs over rows widened as
+  // they load (Zen 5, kernels_bench BM_AttendRowsBf16, 2026-12-07) and was removed.
   AttendRowsBf16Fn attend_rows_bf16 = nullptr;
   // The DSA indexer's scores of one query over n keys in panels (attention_kernels.h):
   //   out[t] = Σ_h w[h] · max(scale · q[h, Di]·k_t, 0), heads summed in order.
