@@ -1,6 +1,8 @@
 // Status/Result, CHECK, dtype names, mmap and CPU feature detection.
+#include <fcntl.h>
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +17,7 @@
 #include "base/dtype.h"
 #include "base/log.h"
 #include "base/mmap.h"
+#include "base/page_cache_test_util.h"
 #include "base/scratch.h"
 #include "base/status.h"
 #include "base/strings.h"
@@ -112,6 +115,50 @@ TEST(MappedFile, ReleasedPagesReadBackTheFile) {
   EXPECT_GT(sum, 0u);
   ASSERT_EQ(m->size(), bytes.size());
   EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), m->data()));
+  std::remove(path.c_str());
+}
+
+// DropCache evicts its range from the page cache and nothing outside it (what it evicts inside
+// depends on the page cache's folios: whole ones only), and the mapping reads the file's bytes
+// afterwards.
+TEST(MappedFile, DropCacheEvictsItsRangeAndNothingElse) {
+  const std::string path = ::testing::TempDir() + "/mx_mmap_dropcache_test.bin";
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  constexpr size_t kPages = 64;
+  std::vector<uint8_t> bytes(kPages * page);
+  std::mt19937 rng(23);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+  {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+    ASSERT_EQ(::fsync(fd), 0);  // clean pages: dirty ones are never dropped
+    ::close(fd);
+  }
+  auto m = MappedFile::Open(path);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const auto read_all = [&] {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < m->size(); ++i) sum += m->data()[i];
+    return sum;
+  };
+  EXPECT_GT(read_all(), 0u);  // every page cached and mapped here
+  if (CachedPages(path).empty()) GTEST_SKIP() << "no page cache apart from the file here (tmpfs)";
+  ASSERT_EQ(CachedPages(path), std::vector<bool>(kPages, true));
+  // Mapped pages are never dropped: the loader unmaps its own first, as here.
+  m->DropCache(m->data() + 8 * page, 40 * page);
+  EXPECT_EQ(CachedPages(path), std::vector<bool>(kPages, true)) << "mapped pages were dropped";
+  ReleaseMappedPages(m->data(), m->size());
+  m->DropCache(m->data() + 8 * page, 40 * page);
+  m->DropCache(m->data() + m->size(), page);  // past the end: nothing
+  std::vector<bool> after = CachedPages(path);
+  for (size_t i = 0; i < kPages; ++i) {
+    if (i < 8 || i >= 48) EXPECT_TRUE(after[i]) << "page " << i << " is outside the range";
+  }
+  EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), m->data()));  // read back from the file
+  ReleaseMappedPages(m->data(), m->size());
+  m->DropCache(m->data(), m->size());
+  EXPECT_EQ(CachedPages(path), std::vector<bool>(kPages, false));
   std::remove(path.c_str());
 }
 

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -33,6 +34,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     mapped_ = std::exchange(other.mapped_, false);
+    fd_ = std::exchange(other.fd_, -1);
     path_ = std::move(other.path_);
   }
   return *this;
@@ -40,9 +42,19 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 
 void MappedFile::Reset() {
   if (mapped_) munmap(const_cast<uint8_t*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
   data_ = nullptr;
   size_ = 0;
   mapped_ = false;
+  fd_ = -1;
+}
+
+void MappedFile::DropCache(const void* p, size_t n) const {
+  const auto* b = static_cast<const uint8_t*>(p);
+  if (fd_ < 0 || b < data_ || b >= data_ + size_) return;
+  const auto off = static_cast<size_t>(b - data_);
+  (void)posix_fadvise(fd_, static_cast<off_t>(off), static_cast<off_t>(std::min(n, size_ - off)),
+                      POSIX_FADV_DONTNEED);
 }
 
 Result<MappedFile> MappedFile::Open(const std::string& path) {
@@ -72,10 +84,13 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
   }
   void* p = mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
   int err = errno;
-  ::close(fd);
-  if (p == MAP_FAILED) return IoError("{}: mmap failed: {}", path, std::strerror(err));
+  if (p == MAP_FAILED) {
+    ::close(fd);
+    return IoError("{}: mmap failed: {}", path, std::strerror(err));
+  }
   f.data_ = static_cast<const uint8_t*>(p);
   f.mapped_ = true;
+  f.fd_ = fd;
   return f;
 }
 

@@ -26,11 +26,20 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Evicts the whole pages of [p, p + n) (inside this mapping) from the page cache
+  // (posix_fadvise POSIX_FADV_DONTNEED), for bytes nothing will read again: the loader's copied
+  // tensors, which would otherwise keep a second copy of the weights in memory until the kernel
+  // reclaims it, competing with the KV cache and scratch while the model runs. Pages still
+  // mapped (by this process or another) stay; a later read of the range goes to the disk. Best
+  // effort: errors are ignored.
+  void DropCache(const void* p, size_t n) const;
+
  private:
   void Reset();
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false;
+  int fd_ = -1;  // kept open for DropCache
   std::string path_;
 };
 

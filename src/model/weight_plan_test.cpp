@@ -6,10 +6,14 @@
 // message, before any data is read.
 #include "model/weight_plan.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <set>
 
+#include "base/page_cache_test_util.h"
 #include "kernels/fp8.h"
 #include "model/model.h"
 #include "model/model_test_util.h"
@@ -153,6 +157,63 @@ TEST_P(WeightPlanTest, WholeModelReadsEveryTensorItLoads) {
 INSTANTIATE_TEST_SUITE_P(Checkpoints, WeightPlanTest,
                          ::testing::Values("tiny", "tiny-fp8", "tiny-glm52", "tiny-glm52-fp8",
                                            "tiny-mxfp4"));
+
+// A whole-model load leaves in the page cache only what it uses in place: every whole page of a
+// tensor it copied (tiny: all of them) is evicted, so the checkpoint does not sit in memory
+// beside its copy, while tiny-fp8's stored codes, viewed in place, all stay cached (its F32
+// scales, viewed when aligned, are not judged). The checkpoint is a synced copy in a temporary
+// directory, every page of it cached before the load.
+TEST(WeightLoad, CopiedTensorsLeaveThePageCacheViewedOnesStay) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  for (const std::string name : {"tiny", "tiny-fp8"}) {
+    SCOPED_TRACE(name);
+    const std::filesystem::path dir =
+        std::filesystem::path(::testing::TempDir()) / ("mx_dropcache_" + name);
+    std::filesystem::remove_all(dir);
+    std::filesystem::copy(TestCheckpointDir(name), dir, std::filesystem::copy_options::recursive);
+    const std::string file = (dir / "model.safetensors").string();
+    {
+      // Cached in single pages (the page cache drops whole folios only, and the larger ones a
+      // write or a readahead makes may hold the header or a neighbour too): synced, evicted,
+      // then read back a page at a time without readahead.
+      const int fd = ::open(file.c_str(), O_RDONLY);
+      ASSERT_GE(fd, 0);
+      ASSERT_EQ(::fsync(fd), 0);  // clean pages: dirty ones are never dropped
+      ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+      ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM), 0);
+      std::vector<char> buf(page);
+      for (off_t at = 0; ::pread(fd, buf.data(), page, at) > 0;) at += static_cast<off_t>(page);
+      ::close(fd);
+    }
+    const std::vector<bool> before = CachedPages(file);
+    if (before.empty()) GTEST_SKIP() << "no page cache apart from the file here (tmpfs)";
+    ASSERT_EQ(before, std::vector<bool>(before.size(), true));
+    auto model = Model::Load(dir.string());
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    const std::vector<bool> after = CachedPages(file);
+    ASSERT_EQ(after.size(), before.size());
+    // The tensors' offsets from a header parse (a mapping, never read past the header here).
+    auto st = SafetensorsFile::Open(file);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    const uint8_t* base = (*st)->tensors().front().map->data();
+    int evicted = 0, copied = 0, kept = 0, viewed = 0;
+    for (const TensorView& t : (*st)->tensors()) {
+      if (t.dtype == DType::kF32) continue;  // FP8 scales: viewed when aligned
+      const bool view = t.dtype == DType::kF8_E4M3;
+      const auto off = static_cast<size_t>(t.data - base);
+      for (size_t p = (off + page - 1) / page; (p + 1) * page <= off + t.nbytes; ++p) {
+        ++(view ? viewed : copied);
+        if (view) kept += after[p] ? 1 : 0;
+        if (!view) evicted += after[p] ? 0 : 1;
+      }
+    }
+    EXPECT_GT(copied, 0);
+    EXPECT_EQ(evicted, copied) << "copied pages left in the page cache";
+    EXPECT_EQ(kept, viewed) << "viewed pages evicted";
+    if (name == "tiny-fp8") EXPECT_GT(viewed, 0);
+    std::filesystem::remove_all(dir);
+  }
+}
 
 TEST(WeightPlan, BundledModelIsBf16RepackedWithItsAbsorbedKeys) {
   Opened o = Open(std::string(MX_SOURCE_DIR) + "/models/glm-moe-dsa-arith-6m");

@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <string>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -99,6 +100,16 @@ void ModelWeights::Embed(int64_t token, float* out) const {
 
 namespace {
 
+// Whether any of w's arrays lies in t's bytes (w is, or holds, a view of the mapped tensor).
+bool PointsInto(const LinearWeight& w, const TensorView& t) {
+  const auto in = [&](const void* p) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    return b != nullptr && b >= t.data && b < t.data + t.nbytes;
+  };
+  return in(w.bf16) || in(w.bf16p) || in(w.f32) || in(w.mx_q) || in(w.mx_e) || in(w.fp8) ||
+         in(w.fp8_s) || in(w.fp8p) || in(w.fp8p_s);
+}
+
 // Looks tensors up after CheckCheckpoint has validated names, shapes and dtypes.
 class Loader {
  public:
@@ -111,14 +122,54 @@ class Loader {
     return *v;
   }
 
-  // Once a tensor (and its scale) is copied out: counted, and its pages dropped from the
-  // resident set so that the mapping does not hold a second copy of the weights (views into it,
-  // e.g. FP8 codes, stay valid and map back in when read).
-  void Done(const TensorView& v, const TensorView* scale) {
-    ReleaseTensorPages(v);
-    if (scale != nullptr) ReleaseTensorPages(*scale);
+  // Once a tensor (and its scale) is read: counted, and its pages dropped from the resident set
+  // so that the mapping does not hold a second copy of the weights. A tensor the loaded weight
+  // `w` no longer points into (a copy; every vector: w null) is evicted from the page cache too,
+  // so the checkpoint does not sit in memory beside its copy until the kernel reclaims it while
+  // the model runs (DropCopied evicts what straddles tensors at the end); a view (e.g. FP8
+  // codes used in place) stays cached and maps back in. Only for a whole model: the other
+  // ranks of a split one read the same file's pages.
+  void Done(const TensorView& v, const TensorView* scale, const LinearWeight* w = nullptr) {
+    const auto release = [&](const TensorView& t) {
+      if (w != nullptr && PointsInto(*w, t)) viewed_.insert(&t);
+      if (!shard_.whole() || viewed_.contains(&t)) {
+        ReleaseTensorPages(t);
+      } else {
+        DropTensorCache(t);
+      }
+    };
+    release(v);
+    if (scale != nullptr) release(*scale);
     if (progress_ != nullptr) {
       progress_->Add(static_cast<int64_t>(v.nbytes + (scale != nullptr ? scale->nbytes : 0)));
+    }
+  }
+
+  // After the load of a whole model: every run of file-adjacent tensors that no weight views is
+  // evicted from the page cache in one range, so that the pages (or larger folios) a copied
+  // tensor shares with a copied neighbour go too.
+  void DropCopied() const {
+    if (!shard_.whole()) return;
+    for (const auto& f : ckpt_.files()) {
+      const TensorView* first = nullptr;
+      const TensorView* last = nullptr;
+      const auto flush = [&] {
+        if (first != nullptr && first->map != nullptr) {
+          const auto n = static_cast<size_t>(last->data + last->nbytes - first->data);
+          ReleaseMappedPages(first->data, n);  // the pages two tensors share, mapped by both
+          first->map->DropCache(first->data, n);
+        }
+        first = last = nullptr;
+      };
+      for (const TensorView& t : f->tensors()) {  // in file order
+        if (viewed_.contains(&t)) {
+          flush();
+        } else {
+          if (first == nullptr) first = &t;
+          last = &t;
+        }
+      }
+      flush();
     }
   }
 
@@ -160,7 +211,7 @@ class Loader {
     // MXFP4's and FP8's scales: checked by CheckCheckpoint and CheckQuantization.
     const TensorView* scale = f->codec != nullptr ? &View(name + f->codec->scale_suffix) : nullptr;
     LinearWeight w = f->load(v, scale);
-    Done(v, scale);
+    Done(v, scale, &w);
     return w;
   }
 
@@ -246,6 +297,7 @@ class Loader {
  private:
   const Checkpoint& ckpt_;
   const ModelShard& shard_;
+  std::unordered_set<const TensorView*> viewed_;  // tensors some weight uses in place
   LoadProgress* progress_;
 };
 
@@ -438,6 +490,7 @@ Result<ModelWeights> LoadModelWeights(const ModelConfig& config, const Checkpoin
     MX_ASSIGN_OR_RETURN(w.mtp.shared_head_norm, ld.Vector(p + "shared_head.norm.weight"));
     MX_ASSIGN_OR_RETURN(w.mtp.layer, ld.Layer(config, L));
   }
+  ld.DropCopied();
   return w;
 }
 
