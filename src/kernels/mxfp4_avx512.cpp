@@ -41,6 +41,28 @@ inline __m512i Broadcast4(const int8_t* qs) {
 // past a group's end this is the next group's start, which a single-row pass reads next.
 constexpr int64_t kPrefetchAhead = 2048;
 
+// The 16 rows' codes of one 32-block at bq (prefetching kPrefetchAhead on): w[v] holds elements
+// 4v..4v+3 of every row (v < 4: low nibbles, else high), as the doubled unsigned table.
+inline void DecodeBlock(const uint8_t* bq, __m512i table, __m512i w[8]) {
+  for (int c = 0; c < 4; ++c) {
+    _mm_prefetch(reinterpret_cast<const char*>(bq + kPrefetchAhead + 64 * c), _MM_HINT_T0);
+    const __m512i raw = _mm512_loadu_si512(bq + 64 * c);
+    w[c] = _mm512_permutexvar_epi8(raw, table);
+    w[c + 4] = _mm512_permutexvar_epi8(_mm512_srli_epi16(raw, 4), table);
+  }
+}
+
+// acc + the 16 rows' dots of a decoded block with activation block xb, the rows' scales `ex`.
+inline __m512 AddBlock(const BlockQ8& xb, const __m512i w[8], __m512 ex, __m512 acc) {
+  __m512i d0 = _mm512_set1_epi32(-12 * xb.sum), d1 = _mm512_setzero_si512();
+  for (int v = 0; v < 8; v += 2) {
+    d0 = _mm512_dpbusd_epi32(d0, w[v], Broadcast4(xb.qs + 4 * v));
+    d1 = _mm512_dpbusd_epi32(d1, w[v + 1], Broadcast4(xb.qs + 4 * v + 4));
+  }
+  const __m512 s = _mm512_scalef_ps(_mm512_set1_ps(xb.d), ex);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), s, acc);
+}
+
 struct Tile {
   template <int MR>
   static void Run(const BlockQ8* x, int64_t nb, const uint8_t* gq, const uint8_t* ge, float* y,
@@ -52,26 +74,10 @@ struct Tile {
     __m512 acc[MR];
     for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* bq = gq + b * kMxGroupBlockBytes;
       __m512i w[8];
-      for (int c = 0; c < 4; ++c) {
-        _mm_prefetch(reinterpret_cast<const char*>(bq + kPrefetchAhead + 64 * c), _MM_HINT_T0);
-        const __m512i raw = _mm512_loadu_si512(bq + 64 * c);
-        w[c] = _mm512_permutexvar_epi8(raw, table);
-        w[c + 4] = _mm512_permutexvar_epi8(_mm512_srli_epi16(raw, 4), table);
-      }
+      DecodeBlock(gq + b * kMxGroupBlockBytes, table, w);
       const __m512 ex = Exponents(ge + b * kMxRowGroup);
-      for (int r = 0; r < MR; ++r) {
-        const BlockQ8& xb = x[r * nb + b];
-        // w[v] holds elements 4v..4v+3 of every row (v < 4: low nibbles, else high).
-        __m512i d0 = _mm512_set1_epi32(-12 * xb.sum), d1 = _mm512_setzero_si512();
-        for (int v = 0; v < 8; v += 2) {
-          d0 = _mm512_dpbusd_epi32(d0, w[v], Broadcast4(xb.qs + 4 * v));
-          d1 = _mm512_dpbusd_epi32(d1, w[v + 1], Broadcast4(xb.qs + 4 * v + 4));
-        }
-        const __m512 s = _mm512_scalef_ps(_mm512_set1_ps(xb.d), ex);
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), s, acc[r]);
-      }
+      for (int r = 0; r < MR; ++r) acc[r] = AddBlock(x[r * nb + b], w, ex, acc[r]);
     }
     if (lo == 0 && hi == kMxRowGroup) {
       for (int r = 0; r < MR; ++r) _mm512_storeu_ps(y + r * ldy, acc[r]);
@@ -80,6 +86,26 @@ struct Tile {
     // A partial group (a slice boundary or W's last rows): lanes lo..hi-1, packed to y.
     const __mmask16 keep = static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
     for (int r = 0; r < MR; ++r) _mm512_mask_compressstoreu_ps(y + r * ldy, keep, acc[r]);
+  }
+
+  // One activation row against NG consecutive whole groups, block by block: NG code streams
+  // in flight (mxfp4_tiled.h); per group exactly Run<1>'s operations.
+  template <int NG>
+  static void RunGroups(const BlockQ8* x, int64_t nb, const uint8_t* gq, const uint8_t* ge,
+                        float* y) {
+    const __m512i table = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+    const int64_t gstride = nb * kMxGroupBlockBytes;
+    __m512 acc[NG];
+    for (int j = 0; j < NG; ++j) acc[j] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int j = 0; j < NG; ++j) {
+        __m512i w[8];
+        DecodeBlock(gq + j * gstride + b * kMxGroupBlockBytes, table, w);
+        acc[j] = AddBlock(x[b], w, Exponents(ge + (j * nb + b) * kMxRowGroup), acc[j]);
+      }
+    }
+    for (int j = 0; j < NG; ++j) _mm512_storeu_ps(y + j * kMxRowGroup, acc[j]);
   }
 };
 
