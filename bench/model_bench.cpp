@@ -19,17 +19,25 @@
 //               sleeping; 0: sleep at once)] [activations=bf16 (fp32: exact bf16 GEMMs)]
 //               [ops=0 (1: a table of each op's share of the time, its bytes or FLOPs, and its %
 //               of the bandwidth floor or GEMM rate, after each measurement; model/op_profile.h)]
+//               [floor=0 (1: after every timed decode step, the same minute's floor of that step:
+//               each weight array it read (the routed experts its router picked), read again in
+//               op order through the same pool as the GEMV kernels read it (8 streams of 16-row
+//               groups per thread, 64-byte loads, each prefetched 1 KB ahead), caches flushed
+//               first as for the step; medians and bests of both and their ratio)]
 //               [prune=0 (1: the prefill's last layer carries only the logit row past its
 //               attention, as the engine runs a prompt: ForwardOptions::prune_last_layer; the
 //               FLOPs and % columns then stay blank, the work being less than 2 · active params)]
 #include <fmt/format.h>
+#include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -41,7 +49,10 @@
 #include "engine/model_factory.h"
 #include "engine/offline_bench.h"
 #include "io/model_config.h"
+#include "kernels/bf16_packed.h"
+#include "kernels/fp8.h"
 #include "kernels/kernels.h"
+#include "kernels/mxfp4.h"
 #include "model/model.h"
 #include "model/moe.h"
 #include "model/tensor_plan.h"
@@ -95,6 +106,117 @@ struct Result {
   double bytes = 0;
 };
 
+// One array of weights a decode step streams, in groups of 16 rows (the kernels' packed layout:
+// a GEMV reads 8 groups at once, each its own stream; the scale arrays are one group).
+struct Span {
+  const uint8_t* p;
+  int64_t bytes;
+  int64_t group = 0;          // bytes of one 16-row group (0: the whole array)
+  mx::Op op = mx::Op::kNorm;  // the op whose kernels read it
+};
+
+// XOR of the 64-byte lines of [p, p + n) read as the bf16 / MXFP4 / FP8 GEMV kernels read their
+// weights: 8 streams at once (groups of `group` bytes), each prefetched 1 KB ahead (their
+// kAhead), 64-byte loads. note: a plain sequential sum (base/bandwidth.h SumBytes) read a
+// real-width step's bytes ~15% slower than the kernels themselves (one stream per thread).
+__attribute__((target("avx512f"))) uint64_t ReadLikeGemvAvx512(const uint8_t* p, int64_t n,
+                                                               int64_t group) {
+  constexpr int kStreams = 8;
+  constexpr int64_t kAhead = 1024;
+  __m512i acc[kStreams];
+  for (__m512i& a : acc) a = _mm512_setzero_si512();
+  int64_t b = 0;
+  const int64_t g = group > 0 && group % 64 == 0 ? group : n;
+  for (; b + kStreams * g <= n; b += kStreams * g) {
+    for (int64_t o = 0; o < g; o += 64) {
+      for (int s = 0; s < kStreams; ++s) {
+        const uint8_t* q = p + b + s * g + o;
+        _mm_prefetch(reinterpret_cast<const char*>(q) + kAhead, _MM_HINT_T0);
+        acc[s] = _mm512_xor_si512(acc[s], _mm512_loadu_si512(q));
+      }
+    }
+  }
+  uint64_t r = mx::SumBytes(p + b, n - b, true);  // fewer than 8 groups left
+  for (const __m512i& a : acc) r += static_cast<uint64_t>(_mm512_reduce_add_epi64(a));
+  return r;
+}
+
+uint64_t ReadLikeGemv(const uint8_t* p, int64_t n, int64_t group) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f") != 0;
+  return avx512 ? ReadLikeGemvAvx512(p, n, group) : mx::SumBytes(p, n, true);
+}
+
+// The arrays the kernels read for `w` (its packed layout; an empty weight: none).
+void AddWeightArrays(const mx::LinearWeight& w, mx::Op op, std::vector<Span>& out) {
+  if (w.empty()) return;
+  const auto u8 = [](const void* p) { return static_cast<const uint8_t*>(p); };
+  const auto groups = [&](int64_t bytes) {
+    return bytes / ((w.n + 15) / 16);  // one 16-row group of a packed array
+  };
+  if (w.bf16p != nullptr) {
+    const int64_t b = 2 * mx::Bf16PackedElems(w.n, w.k);
+    out.push_back({u8(w.bf16p), b, groups(b), op});
+  } else if (w.bf16 != nullptr) {
+    out.push_back({u8(w.bf16), 2 * w.n * w.k, 32 * w.k, op});
+  } else if (w.f32 != nullptr) {
+    out.push_back({u8(w.f32), 4 * w.n * w.k, 64 * w.k, op});
+  } else if (w.is_mxfp4()) {
+    const int64_t b = mx::Mxfp4PackedCodeBytes(w.n, w.k);
+    out.push_back({w.mx_q, b, groups(b), op});
+    out.push_back({w.mx_e, mx::Mxfp4PackedScaleBytes(w.n, w.k), 0, op});
+  } else if (w.fp8p != nullptr) {
+    const int64_t b = mx::Fp8PackedBytes(w.n, w.k);
+    out.push_back({w.fp8p, b, groups(b), op});
+    out.push_back({u8(w.fp8p_s), 4 * mx::Fp8PackedScales(w.n, w.k), 0, op});
+  }
+}
+
+// Every weight array a decode step reads, in the forward's op order: per layer attention,
+// indexer, dense MLP or router + shared + the routed experts `router` picked (once each); then
+// the lm_head. The same set StepWeightBytes counts (model/weight_bytes.h).
+std::vector<Span> StepArrays(const mx::ModelWeights& w,
+                             const std::map<int64_t, mx::RouterChoice>& router) {
+  std::vector<Span> out;
+  const auto mlp = [&](const mx::MlpWeights& m, mx::Op op) {
+    for (const mx::LinearWeight* x : {&m.gate_proj, &m.up_proj, &m.down_proj}) {
+      AddWeightArrays(*x, op, out);
+    }
+  };
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const mx::LayerWeights& lw = w.layers[l];
+    AddWeightArrays(lw.attn.q_a_proj, mx::Op::kQkvA, out);
+    AddWeightArrays(lw.attn.kv_a_proj_with_mqa, mx::Op::kQkvA, out);
+    AddWeightArrays(lw.attn.q_b_proj, mx::Op::kQb, out);
+    AddWeightArrays(lw.attn.kv_b_proj, mx::Op::kKvB, out);
+    if (lw.has_indexer) {
+      for (const mx::LinearWeight* x :
+           {&lw.indexer.wq_b, &lw.indexer.wk, &lw.indexer.weights_proj}) {
+        AddWeightArrays(*x, mx::Op::kIndexer, out);
+      }
+    }
+    AddWeightArrays(lw.attn.o_proj, mx::Op::kOProj, out);
+    if (!lw.is_moe) {
+      mlp(lw.mlp, mx::Op::kDenseMlp);
+      continue;
+    }
+    AddWeightArrays(lw.moe.gate, mx::Op::kRouter, out);
+    const auto it = router.find(static_cast<int64_t>(l));
+    if (it != router.end()) {
+      for (int32_t e : std::set<int32_t>(it->second.experts.begin(), it->second.experts.end())) {
+        mlp(lw.moe.experts[e], mx::Op::kExperts);
+      }
+    }
+    if (lw.moe.has_shared) mlp(lw.moe.shared_experts, mx::Op::kExperts);
+  }
+  AddWeightArrays(w.lm_head, mx::Op::kLmHead, out);
+  return out;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,6 +238,7 @@ int main(int argc, char** argv) {
       {"activations", "bf16"},
       {"ops", "0"},
       {"prune", "0"},
+      {"floor", "0"},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
@@ -250,11 +373,16 @@ int main(int argc, char** argv) {
     // Decode at each batch size: every sequence has `ctx` tokens of context, then `steps`
     // single-token steps; the best step of all repeats.
     const bool ops = a["ops"] == "1";
+    const bool with_floor = a["floor"] == "1";
+    std::vector<uint64_t> floor_sums(pool.size());
     for (int b : batches) {
       Result best;
       mx::OpProfile prof;
       int64_t prof_steps = 0;
       std::map<int64_t, mx::RouterChoice> last_router;
+      std::vector<double> floor_reads, floor_steps;
+      std::array<double, static_cast<int>(mx::Op::kCount)> floor_op{};  // Σ read seconds
+      double floor_bytes = 0;
       for (int rep = 0; rep < repeats; ++rep) {
         mx::ContiguousKvStore kv(c, ctx + steps + 1);
         mx::ForwardBatch pre;
@@ -281,12 +409,66 @@ int main(int argc, char** argv) {
           ++prof_steps;
           last_router = out->router;
           if (t < best.seconds) best = {t, mx::StepWeightBytes(model->weights(), out->router)};
+          if (with_floor) {
+            // The same arrays, each split over the pool as a GEMV splits its rows.
+            const std::vector<Span> arrays = StepArrays(model->weights(), out->router);
+            flush();
+            const double f0 = Now();
+            double s0 = f0;
+            for (const Span& sp : arrays) {
+              // Split by whole groups (as the kernels split rows), else by bytes.
+              const int64_t g = sp.group > 0 ? sp.group : sp.bytes;
+              pool.parallel_for(0, (sp.bytes + g - 1) / g, [&](int64_t lo, int64_t hi, int th) {
+                const int64_t end = std::min(sp.bytes, hi * g);
+                floor_sums[th] += ReadLikeGemv(sp.p + lo * g, end - lo * g, sp.group);
+              });
+              const double s1 = Now();
+              floor_op[static_cast<int>(sp.op)] += s1 - s0;
+              s0 = s1;
+            }
+            floor_reads.push_back(Now() - f0);
+            floor_steps.push_back(t);
+            floor_bytes = 0;
+            for (const Span& sp : arrays) floor_bytes += static_cast<double>(sp.bytes);
+          }
         }
       }
       const double floor = best.bytes / (bw * 1e9);
       std::printf("| %s | decode, batch %d | %.1f | %.2f | %.3f | %.0f%% | | |\n", label.c_str(), b,
                   b / best.seconds, best.seconds * 1e3, best.bytes / 1e9,
                   100.0 * floor / best.seconds);
+      if (with_floor) {
+        std::vector<double> ratio;
+        for (size_t i = 0; i < floor_reads.size(); ++i) {
+          ratio.push_back(floor_reads[i] / floor_steps[i]);
+        }
+        const double best_read = *std::min_element(floor_reads.begin(), floor_reads.end());
+        const double best_step = *std::min_element(floor_steps.begin(), floor_steps.end());
+        std::printf(
+            "  floor, batch %d (%zu steps, each followed by a read of its %.3f GB): step median "
+            "%.2f ms (best %.2f), read median %.2f ms = %.1f GB/s (best %.2f ms = %.1f GB/s); "
+            "read / step: median of pairs %.1f%%, best / best %.1f%%\n",
+            b, floor_reads.size(), floor_bytes / 1e9, Median(floor_steps) * 1e3, best_step * 1e3,
+            Median(floor_reads) * 1e3, floor_bytes / Median(floor_reads) / 1e9, best_read * 1e3,
+            floor_bytes / best_read / 1e9, 100.0 * Median(ratio), 100.0 * best_read / best_step);
+        std::vector<std::string> pairs;
+        for (size_t i = 0; i < floor_reads.size(); ++i) {
+          pairs.push_back(fmt::format("{:.1f}/{:.1f}", floor_steps[i] * 1e3, floor_reads[i] * 1e3));
+        }
+        std::printf("  samples (step/read ms): %s\n",
+                    fmt::format("{}", fmt::join(pairs, " ")).c_str());
+        if (ops) {  // the same steps' op times against their ops' reads
+          std::printf("\n| op | ms per step | same-minute read of its weights, ms | read / op |\n");
+          std::printf("|---|---:|---:|---:|\n");
+          const auto n = static_cast<double>(floor_reads.size());
+          for (int i = 0; i < static_cast<int>(mx::Op::kCount); ++i) {
+            if (floor_op[i] == 0) continue;
+            const double op_ms = prof.seconds[i] / static_cast<double>(prof_steps) * 1e3;
+            std::printf("| %s | %.2f | %.2f | %.0f%% |\n", std::string(mx::kOpNames[i]).c_str(),
+                        op_ms, floor_op[i] / n * 1e3, 100.0 * floor_op[i] / n * 1e3 / op_ms);
+          }
+        }
+      }
       if (ops) {
         PrintOps(prof, prof_steps, b, true,
                  mx::OpWeightCosts(model->weights(), last_router, c.num_experts_per_tok), bw,
