@@ -35,6 +35,7 @@ struct TuneArgs {
   double max_expert_gib = 2.0;
   int64_t check_rows = 4;
   uint64_t seed = 1;
+  bool warm_caches = false;
 };
 
 std::string Duration(double s) {
@@ -91,6 +92,7 @@ int RunTuneMoe(const TuneArgs& a) {
   o.max_expert_bytes = static_cast<int64_t>(a.max_expert_gib * double(int64_t{1} << 30));
   o.check_rows = a.check_rows;
   o.seed = a.seed;
+  o.flush_caches = !a.warm_caches;
   o.command = CommandLine();
   auto kt = ResolveKernels(a.kernels, a.gemm_activations);
   if (!kt.ok()) return Fail(kt.status().message());
@@ -170,6 +172,9 @@ VerbRun SetupTune(CLI::App& app) {
   moe->add_option("--check-rows", a->check_rows, "tokens checked against the scalar reference")
       ->capture_default_str();
   moe->add_option("--seed", a->seed)->capture_default_str();
+  moe->add_flag("--warm-caches", a->warm_caches,
+                "time candidates with their experts left in the caches by the previous run "
+                "(default: the caches are flushed first, as in a forward step)");
   return [a]() -> int { return RunTuneMoe(*a); };
 }
 

@@ -53,6 +53,15 @@ struct MoeTuneOptions {
   int64_t max_expert_bytes = int64_t{2} << 30;
   int64_t check_rows = 4;
   uint64_t seed = 1;
+  // Before each timed run, read a buffer of base/bandwidth.h StreamBytes() (4× the last-level
+  // cache) through the pool, so that the run reads its experts from memory as a forward step
+  // does (the rest of the step evicts them). Without it a small bucket's few experts stay
+  // cached across repeats: the 1-token bucket of the GLM-5.2 MXFP4 shape (235 MB of routed +
+  // shared experts) timed 2.7-3.9 ms, faster than memory can deliver them (~87 GB/s on a
+  // 55 GB/s host); with it 5.2-5.8 ms. Not with time_us (a cost model needs no cold cache).
+  // `mxserve tune moe` sets it unless --warm-caches; off here so that a library caller (a test)
+  // does not read gigabytes per run.
+  bool flush_caches = false;
   std::string command;  // recorded in the file
   // Times one run of a candidate: calls `run` (the candidate's MoE block, `tokens` rows) and
   // returns microseconds. Null: the wall clock around run(). Tests inject a cost model here.

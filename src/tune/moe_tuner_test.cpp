@@ -127,6 +127,28 @@ TEST(MoeTuner, PicksTheCheapestCandidateOfAKnownCostModel) {
   }
 }
 
+// With the caches flushed before each timed run (what `mxserve tune moe` does) the tuner still
+// checks and times every candidate and keeps the fastest.
+TEST(MoeTuner, FlushedCachesStillTimeEveryCandidate) {
+  ThreadPool pool(2);
+  MoeTuneOptions o;
+  o.shape = {64, 32, 4, 2, 1};
+  o.dtype = "bf16";
+  o.tokens = {1};
+  o.repeats = 1;
+  o.warmup = 0;
+  o.flush_caches = true;
+  int64_t timed = 0;
+  auto t = TuneMoe(o, SelectKernels(), pool, [&](const MoeTuneProgress& p) {
+    ++timed;
+    EXPECT_GT(p.median_us, 0.0);
+  });
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->buckets.size(), 1u);
+  EXPECT_EQ(timed, t->buckets[0].candidates);
+  EXPECT_LE(t->buckets[0].best_us, t->buckets[0].default_us);
+}
+
 TEST(MoeTuner, LargeShapesTuneOnASubsetOfExperts) {
   ThreadPool pool(1);
   MoeTuneOptions o;
