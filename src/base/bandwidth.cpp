@@ -81,6 +81,16 @@ int64_t StreamBytes() {
   return std::clamp(4 * LastLevelCacheBytes(), int64_t{256} << 20, int64_t{4} << 30);
 }
 
+CacheFlusher::CacheFlusher(ThreadPool& pool, size_t bytes)
+    : pool_(pool), buf_(bytes, 1), sums_(static_cast<size_t>(pool.size())) {}
+
+void CacheFlusher::operator()() {
+  if (buf_.empty()) return;
+  pool_.parallel_for(0, static_cast<int64_t>(buf_.size()), [&](int64_t lo, int64_t hi, int t) {
+    sums_[t] += SumBytes(buf_.data() + lo, hi - lo, false);
+  });
+}
+
 double MeasureReadBandwidthGBps(ThreadPool& pool, size_t bytes, int passes) {
   if (bytes == 0) bytes = static_cast<size_t>(StreamBytes());
   const size_t n = bytes / sizeof(uint64_t);

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "base/thread_pool.h"
 
@@ -38,5 +39,20 @@ int64_t ParseCacheSize(std::string_view s);
 // this project range from a 32 MB L3 (AMD EPYC) to a 480 MB one (an Intel Xeon with AMX), which
 // held the old fixed 96-256 MB "streamed" buffers whole.
 int64_t StreamBytes();
+
+// Evicts the caches by reading a buffer of `bytes` (StreamBytes(): 4× the last-level cache)
+// through `pool`, so that what is timed next reads its data from memory, as a forward step reads
+// weights the rest of the step has evicted. `bytes` = 0 at construction: nothing allocated, and
+// operator() does nothing (a benchmark's flush=0). Thread-safety: one call at a time.
+class CacheFlusher {
+ public:
+  explicit CacheFlusher(ThreadPool& pool, size_t bytes = static_cast<size_t>(StreamBytes()));
+  void operator()();
+
+ private:
+  ThreadPool& pool_;
+  std::vector<uint8_t> buf_;
+  std::vector<uint64_t> sums_;  // per worker, so that no read can be optimized away
+};
 
 }  // namespace mx

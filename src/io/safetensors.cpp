@@ -194,21 +194,13 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string
   f->path_ = path;
   f->map_ = std::move(map);
   MX_RETURN_IF_ERROR(f->Init(f->map_.data(), f->map_.size()));
-  for (TensorView& v : f->tensors_) {
-    v.mapped = true;
-    v.map = &f->map_;
-  }
+  for (TensorView& v : f->tensors_) v.map = &f->map_;
   return f;
 }
 
 void ReleaseTensorPages(const TensorView& v, size_t offset, size_t n) {
-  if (!v.mapped || offset >= v.nbytes) return;
+  if (v.map == nullptr || offset >= v.nbytes) return;
   ReleaseMappedPages(v.data + offset, std::min(n, v.nbytes - offset));
-}
-
-void DropTensorCache(const TensorView& v) {
-  ReleaseTensorPages(v);  // unmapped from this process first: DONTNEED keeps mapped pages
-  if (v.mapped && v.map != nullptr) v.map->DropCache(v.data, v.nbytes);
 }
 
 Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::FromBuffer(const uint8_t* bytes,

@@ -66,8 +66,7 @@ struct TensorView {
   const uint8_t* data = nullptr;  // not necessarily aligned to the element size
   size_t nbytes = 0;
   const std::string* file = nullptr;  // path of the file holding it
-  bool mapped = false;                // data lies in a file mapping (SafetensorsFile::Open)
-  const MappedFile* map = nullptr;    // that mapping (when mapped)
+  const MappedFile* map = nullptr;    // the file mapping data lies in (SafetensorsFile::Open)
 
   int64_t numel() const;
 };
@@ -78,12 +77,6 @@ struct TensorView {
 // it once it has copied a tensor (or part of one), so the mapping does not keep a second copy
 // of the weights resident.
 void ReleaseTensorPages(const TensorView& v, size_t offset = 0, size_t n = SIZE_MAX);
-
-// ReleaseTensorPages of the whole tensor, then its bytes evicted from the page cache too
-// (MappedFile::DropCache): for a tensor the loader copied and will never read again, so that
-// the checkpoint does not stay in memory beside the copy. Nothing for a view of caller-owned
-// bytes. Never for a tensor still used in place: its next read would go to the disk.
-void DropTensorCache(const TensorView& v);
 
 // An open, validated safetensors file. Thread-safety: immutable after Open; safe to share.
 class SafetensorsFile {

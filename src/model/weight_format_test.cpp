@@ -273,7 +273,7 @@ TEST(LinearFormats, MappedBf16PacksInChunksToTheWholeLayout) {
   v.shape = {n, k};
   v.data = map->data();
   v.nbytes = map->size();
-  v.mapped = true;
+  v.map = &*map;
   const LinearWeight w = FormatForFileDtype(DType::kBF16)->load(v, nullptr);
   ASSERT_EQ(w.n, n);
   ASSERT_EQ(w.owned_bf16.size(), static_cast<size_t>(Bf16PackedElems(n, k)));

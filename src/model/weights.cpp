@@ -123,20 +123,13 @@ class Loader {
   }
 
   // Once a tensor (and its scale) is read: counted, and its pages dropped from the resident set
-  // so that the mapping does not hold a second copy of the weights. A tensor the loaded weight
-  // `w` no longer points into (a copy; every vector: w null) is evicted from the page cache too,
-  // so the checkpoint does not sit in memory beside its copy until the kernel reclaims it while
-  // the model runs (DropCopied evicts what straddles tensors at the end); a view (e.g. FP8
-  // codes used in place) stays cached and maps back in. Only for a whole model: the other
-  // ranks of a split one read the same file's pages.
+  // so that the mapping does not hold a second copy of the weights (views into it stay valid
+  // and map back in). A tensor the loaded weight `w` points into (e.g. FP8 codes used in place)
+  // is noted, so that DropCopied keeps it cached.
   void Done(const TensorView& v, const TensorView* scale, const LinearWeight* w = nullptr) {
     const auto release = [&](const TensorView& t) {
       if (w != nullptr && PointsInto(*w, t)) viewed_.insert(&t);
-      if (!shard_.whole() || viewed_.contains(&t)) {
-        ReleaseTensorPages(t);
-      } else {
-        DropTensorCache(t);
-      }
+      ReleaseTensorPages(t);
     };
     release(v);
     if (scale != nullptr) release(*scale);
@@ -146,8 +139,10 @@ class Loader {
   }
 
   // After the load of a whole model: every run of file-adjacent tensors that no weight views is
-  // evicted from the page cache in one range, so that the pages (or larger folios) a copied
-  // tensor shares with a copied neighbour go too.
+  // evicted from the page cache in one range (pages or larger folios two copied tensors share
+  // included), so that the checkpoint does not sit in memory beside its copy until the kernel
+  // reclaims it under the running model. Not for a split model: the other ranks read the same
+  // file's pages.
   void DropCopied() const {
     if (!shard_.whole()) return;
     for (const auto& f : ckpt_.files()) {

@@ -317,16 +317,7 @@ Result<MoeTuneTable> TuneMoe(const MoeTuneOptions& o, const KernelTable& kt, Thr
   table.threads = pool.size();
   table.experts_allocated = S;
   table.command = o.command;
-  std::vector<uint8_t> flush_buf;
-  if (o.flush_caches && !o.time_us) flush_buf.assign(static_cast<size_t>(StreamBytes()), 1);
-  std::vector<uint64_t> flush_sums(pool.size());
-  auto flush = [&] {
-    if (flush_buf.empty()) return;
-    pool.parallel_for(0, static_cast<int64_t>(flush_buf.size()),
-                      [&](int64_t lo, int64_t hi, int t) {
-                        flush_sums[t] += SumBytes(flush_buf.data() + lo, hi - lo, false);
-                      });
-  };
+  CacheFlusher flush(pool, o.flush_caches && !o.time_us ? static_cast<size_t>(StreamBytes()) : 0);
   const auto t0 = Clock::now();
   double done_est = 0;
   for (size_t bi = 0; bi < o.tokens.size(); ++bi) {

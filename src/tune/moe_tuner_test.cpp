@@ -127,15 +127,21 @@ TEST(MoeTuner, PicksTheCheapestCandidateOfAKnownCostModel) {
   }
 }
 
+// One bucket of `tokens` of a bf16 shape, timed once per candidate.
+MoeTuneOptions SmallBf16(const MoeShape& shape, int64_t tokens) {
+  MoeTuneOptions o;
+  o.shape = shape;
+  o.dtype = "bf16";
+  o.tokens = {tokens};
+  o.repeats = 1;
+  return o;
+}
+
 // With the caches flushed before each timed run (what `mxserve tune moe` does) the tuner still
 // checks and times every candidate and keeps the fastest.
 TEST(MoeTuner, FlushedCachesStillTimeEveryCandidate) {
   ThreadPool pool(2);
-  MoeTuneOptions o;
-  o.shape = {64, 32, 4, 2, 1};
-  o.dtype = "bf16";
-  o.tokens = {1};
-  o.repeats = 1;
+  MoeTuneOptions o = SmallBf16({64, 32, 4, 2, 1}, 1);
   o.warmup = 0;
   o.flush_caches = true;
   int64_t timed = 0;
@@ -151,11 +157,7 @@ TEST(MoeTuner, FlushedCachesStillTimeEveryCandidate) {
 
 TEST(MoeTuner, LargeShapesTuneOnASubsetOfExperts) {
   ThreadPool pool(1);
-  MoeTuneOptions o;
-  o.shape = {64, 32, 40, 2, 1};
-  o.dtype = "bf16";
-  o.tokens = {4};
-  o.repeats = 1;
+  MoeTuneOptions o = SmallBf16({64, 32, 40, 2, 1}, 4);
   const int64_t per = 3 * 64 * 32 * 2;  // bytes of one bf16 expert
   o.max_expert_bytes = 10 * per;        // 1 shared + 9 routed
   auto t = TuneMoe(o, SelectKernels(), pool, nullptr);
