@@ -20,37 +20,15 @@
 #include "base/numerics.h"
 #include "base/thread_pool.h"
 #include "bench_util.h"
+#include "dot_peak.h"
 #include "kernels/kernels.h"
 #include "kernels/mxfp4.h"
-
-namespace mx::bench {
-double Bf16DotLoop(int64_t iters);
-double Int8DotLoop(int64_t iters);
-}  // namespace mx::bench
 
 namespace {
 
 using mx::bench::Ints;
-using mx::bench::Now;
 using mx::bench::Stats;
 using mx::bench::Time;
-
-// Best GFLOP/s of `reps` runs of loop() on every pool thread at once.
-double Peak(mx::ThreadPool& pool, double (*loop)(int64_t), int reps) {
-  double best = 0;
-  for (int r = 0; r < reps; ++r) {
-    std::vector<double> ops(pool.size());
-    const double t0 = Now();
-    pool.parallel_for(0, pool.size(), [&](int64_t lo, int64_t hi, int) {
-      for (int64_t i = lo; i < hi; ++i) ops[i] = loop(2'000'000);
-    });
-    const double dt = Now() - t0;
-    double total = 0;
-    for (double o : ops) total += o;
-    best = std::max(best, total / dt / 1e9);
-  }
-  return best;
-}
 
 }  // namespace
 
@@ -70,8 +48,8 @@ int main(int argc, char** argv) {
   const mx::KernelTable& x16 = mx::WithGemmActivations(exact, mx::GemmActivations::kBf16);
   const mx::GemmTiling tiling{
       .mr = std::stoi(a["mr"]), .nb = std::stoi(a["nb"]), .kc = std::stoi(a["kc"])};
-  const double bf16_peak = Peak(pool, mx::bench::Bf16DotLoop, 5);
-  const double int8_peak = Peak(pool, mx::bench::Int8DotLoop, 5);
+  const double bf16_peak = mx::bench::DotPeak(pool, mx::bench::Bf16DotLoop, 5);
+  const double int8_peak = mx::bench::DotPeak(pool, mx::bench::Int8DotLoop, 5);
   fmt::print(
       "{} threads, kernels {}; ceilings (register-only loops): vdpbf16ps {:.0f} GFLOP/s, "
       "vpdpbusd {:.0f} GOP/s\n\n",

@@ -1,7 +1,8 @@
 // The machine's dot-product ceilings for gemm_bench: register-only loops of vdpbf16ps (bf16
 // pairs, 2 FLOP each) and vpdpbusd (int8 quads, 2 OP each) on 512-bit vectors, with enough
 // independent accumulators to cover the instructions' latency. Compiled with the AVX-512 BF16 /
-// VNNI flags (bench/CMakeLists.txt); call only where the CPU has them.
+// VNNI flags (bench/CMakeLists.txt); call only where the CPU has them. Declared in dot_peak.h
+// (not included here: its inline code must not be compiled with these flags).
 #include <immintrin.h>
 
 #include <cstdint>

@@ -8,7 +8,10 @@
 // Decode is reported against the bandwidth floor: the bytes of every weight the step touches
 // (attention, indexer, dense, shared experts, router, lm_head, and each routed expert that the
 // router actually picked for some row, counted once) / bandwidth. Prefill against the GEMM rate
-// (2 · active parameters FLOPs per token, attention excluded). Best of `repeats`.
+// (2 · active parameters FLOPs per token, attention excluded), and its linear layers' products
+// (bf16 dot products; int8 for MXFP4 weights) against the machine's dot-product ceilings
+// (dot_peak.h) probed in the same run: the prefill's share of those ceilings, per op with ops=1.
+// Best of `repeats`.
 //
 //   model_bench [dir=/tmp/mxserve-bench-scale] [threads=0] [repeats=3] [steps=8]
 //               [config=../shared/configs/bench-scale.json] [batches=1,8,32] [prefill=512 (0:
@@ -43,9 +46,11 @@
 #include <vector>
 
 #include "base/bandwidth.h"
+#include "base/cpu_features.h"
 #include "base/log.h"
 #include "base/numerics.h"
 #include "base/thread_pool.h"
+#include "dot_peak.h"
 #include "engine/model_factory.h"
 #include "engine/offline_bench.h"
 #include "io/model_config.h"
@@ -64,9 +69,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using mx::bench::Now;
 
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "model_bench: %s\n", what.c_str());
@@ -76,12 +79,25 @@ double Now() {
 // The op table of `steps` forwards of `rows` rows each (prof summed over them): decode rows are
 // judged by the bytes each op's weights take from memory, prefill rows by their FLOPs (blank
 // when the last layer was pruned: its ops ran on fewer rows).
+// The prefill's compute ceilings: G(FL)OP/s of the bf16 dot products (bf16 and FP8 weights) and
+// of the int8 ones (MXFP4 weights, Q8 activations), with the name of what they are.
+struct Ceilings {
+  double bf16 = 0, int8 = 0;
+  std::string what;
+  // Seconds the weights' products of `rows` rows of op i take at the ceilings.
+  double Seconds(const mx::OpWeightCost& cost, int i, double rows) const {
+    const double int8_macs = cost.int8_macs_per_row[i];
+    return 2.0 * rows *
+           ((cost.macs_per_row[i] - int8_macs) / (bf16 * 1e9) + int8_macs / (int8 * 1e9));
+  }
+};
+
 void PrintOps(const mx::OpProfile& prof, int64_t steps, int64_t rows, bool decode,
-              const mx::OpWeightCost& cost, double bw_gbps, double gemm_gflops,
+              const mx::OpWeightCost& cost, double bw_gbps, const Ceilings& ceilings,
               bool pruned = false) {
   const double total = prof.Total();
-  std::printf("\n| op | ms per step | share | %s | %s |\n", decode ? "MB read" : "GFLOP",
-              decode ? "% of bandwidth floor" : "% of GEMM rate");
+  std::printf("\n| op | ms per step | share | %s | %% of %s |\n", decode ? "MB read" : "GFLOP",
+              decode ? "bandwidth floor" : ceilings.what.c_str());
   std::printf("|---|---:|---:|---:|---:|\n");
   for (int i = 0; i < static_cast<int>(mx::Op::kCount); ++i) {
     const double sec = prof.seconds[i] / static_cast<double>(steps);
@@ -92,7 +108,7 @@ void PrintOps(const mx::OpProfile& prof, int64_t steps, int64_t rows, bool decod
                         : pruned ? 0.0
                                  : 2.0 * r * cost.macs_per_row[i] / 1e9;
     const double ceil = decode ? cost.bytes[i] / (bw_gbps * 1e9)
-                               : 2.0 * r * cost.macs_per_row[i] / (gemm_gflops * 1e9);
+                               : ceilings.Seconds(cost, i, static_cast<double>(r));
     std::printf("| %s | %.2f | %.1f%% | %s | %s |\n", std::string(mx::kOpNames[i]).c_str(),
                 sec * 1e3, 100.0 * prof.seconds[i] / total,
                 work > 0 ? fmt::format("{:.1f}", work).c_str() : "",
@@ -280,6 +296,8 @@ int main(int argc, char** argv) {
     if (auto s = mx::bench::EnsureSyntheticTokenizer(d); !s.ok()) Die(s.ToString());
   }
   mx::ThreadPool pool(std::stoi(a["threads"]), std::stoi(a["spin_us"]));
+  const mx::CpuFeatures& cpu = mx::GetCpuFeatures();
+  const bool dot_ceilings = cpu.avx512_core() && cpu.avx512bf16 && cpu.avx512vnni;
   // flush=1: before each timed decode step, read StreamBytes() (4× the last-level cache) so that
   // the step reads its weights from memory, as a model many times the cache would. note: a
   // 480 MB L3 (the Intel Xeon hosts) holds the MXFP4 checkpoint's 0.47 GB per step, but not
@@ -462,8 +480,7 @@ int main(int argc, char** argv) {
       }
       if (ops) {
         PrintOps(prof, prof_steps, b, true,
-                 mx::OpWeightCosts(model->weights(), last_router, c.num_experts_per_tok), bw,
-                 gemm_gflops);
+                 mx::OpWeightCosts(model->weights(), last_router, c.num_experts_per_tok), bw, {});
       }
       std::fflush(stdout);
     }
@@ -473,6 +490,16 @@ int main(int argc, char** argv) {
     if (n_prefill == 0) continue;
     double best = 1e30;
     mx::OpProfile prof;
+    // The dot-product ceilings, probed just before and just after the prefill runs (the best of
+    // both): the same minutes as the prefill. Without AVX-512 BF16 / VNNI, the GEMM rate.
+    Ceilings ceil{gemm_gflops, gemm_gflops, "GEMM rate"};
+    auto probe = [&] {
+      if (!dot_ceilings) return;
+      ceil.bf16 = std::max(ceil.bf16, mx::bench::DotPeak(pool, mx::bench::Bf16DotLoop, 3));
+      ceil.int8 = std::max(ceil.int8, mx::bench::DotPeak(pool, mx::bench::Int8DotLoop, 3));
+    };
+    if (dot_ceilings) ceil = {0, 0, "dot ceiling"};
+    probe();
     for (int rep = 0; rep < repeats; ++rep) {
       mx::ContiguousKvStore kv(c, n_prefill);
       const int64_t seq = kv.AddSequence();
@@ -490,6 +517,7 @@ int main(int argc, char** argv) {
       }
       best = std::min(best, Now() - t0);
     }
+    probe();
     const auto ps = mx::Summarize(c, mx::ExpectedTensors(c));
     const double flops = 2.0 * static_cast<double>(ps.active_params) * n_prefill;
     if (prune) {
@@ -500,11 +528,26 @@ int main(int argc, char** argv) {
                   label.c_str(), static_cast<long long>(n_prefill), n_prefill / best, best * 1e3,
                   flops / best / 1e9, 100.0 * flops / best / 1e9 / gemm_gflops);
     }
-    if (ops) {
-      PrintOps(prof, std::max(1, repeats - 1), n_prefill, false,
-               mx::OpWeightCosts(model->weights(), {}, c.num_experts_per_tok), bw, gemm_gflops,
-               prune);
+    const mx::OpWeightCost cost = mx::OpWeightCosts(model->weights(), {}, c.num_experts_per_tok);
+    if (!prune) {
+      // The linear layers' products (lm_head: the last row) at the ceilings, against the whole
+      // prefill (attention's own products, norms and the rest included).
+      double at_ceil = 0, bf16_flops = 0, int8_ops = 0;
+      for (int i = 0; i < static_cast<int>(mx::Op::kCount); ++i) {
+        const double r = i == static_cast<int>(mx::Op::kLmHead) ? 1.0 : n_prefill;
+        at_ceil += ceil.Seconds(cost, i, r);
+        bf16_flops += 2.0 * r * (cost.macs_per_row[i] - cost.int8_macs_per_row[i]);
+        int8_ops += 2.0 * r * cost.int8_macs_per_row[i];
+      }
+      std::printf(
+          "  prefill against the %s (vdpbf16ps %.0f GFLOP/s, vpdpbusd %.0f GOP/s%s): its linear "
+          "layers' %.1f bf16 GFLOP + %.1f int8 GOP take %.1f ms there = %.1f%% of the prefill's "
+          "%.1f ms\n",
+          ceil.what.c_str(), ceil.bf16, ceil.int8,
+          dot_ceilings ? ", register-only loops on these threads just before and after" : "",
+          bf16_flops / 1e9, int8_ops / 1e9, at_ceil * 1e3, 100.0 * at_ceil / best, best * 1e3);
     }
+    if (ops) PrintOps(prof, std::max(1, repeats - 1), n_prefill, false, cost, bw, ceil, prune);
     std::fflush(stdout);
   }
   return 0;

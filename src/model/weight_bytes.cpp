@@ -25,7 +25,9 @@ OpWeightCost OpWeightCosts(const ModelWeights& w, const std::map<int64_t, Router
   auto add = [&](Op op, const LinearWeight& x, double rows_per_token = 1.0) {
     c.bytes[static_cast<int>(op)] += static_cast<double>(WeightBytes(x));
     if (!x.empty()) {
-      c.macs_per_row[static_cast<int>(op)] += rows_per_token * static_cast<double>(x.n * x.k);
+      const double macs = rows_per_token * static_cast<double>(x.n * x.k);
+      c.macs_per_row[static_cast<int>(op)] += macs;
+      if (FormatOf(x).q8_activations) c.int8_macs_per_row[static_cast<int>(op)] += macs;
     }
   };
   auto mlp = [&](Op op, const MlpWeights& e, double per_row) {
@@ -55,10 +57,12 @@ OpWeightCost OpWeightCosts(const ModelWeights& w, const std::map<int64_t, Router
     // Routed experts: per row, experts_per_tok of them (all of the same shape).
     for (const MlpWeights& e : lw.moe.experts) {
       if (e.gate_proj.empty()) continue;
-      c.macs_per_row[static_cast<int>(Op::kExperts)] +=
-          static_cast<double>(experts_per_tok) *
-          static_cast<double>(e.gate_proj.n * e.gate_proj.k + e.up_proj.n * e.up_proj.k +
-                              e.down_proj.n * e.down_proj.k);
+      for (const LinearWeight* p : {&e.gate_proj, &e.up_proj, &e.down_proj}) {
+        const double macs = static_cast<double>(experts_per_tok) * static_cast<double>(p->n * p->k);
+        c.macs_per_row[static_cast<int>(Op::kExperts)] += macs;
+        if (FormatOf(*p).q8_activations)
+          c.int8_macs_per_row[static_cast<int>(Op::kExperts)] += macs;
+      }
       break;
     }
     const auto it = router.find(static_cast<int64_t>(l));

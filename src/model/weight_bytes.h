@@ -31,9 +31,12 @@ double StepWeightBytes(const ModelWeights& w, const std::map<int64_t, RouterChoi
 // of each op's linear weights (a routed expert counted num_experts_per_tok times per row): the
 // per-op floors of a decode step (bytes) and of a prefill (2 · rows · macs FLOPs; attention's
 // own products are not weights and are not counted). Their byte sum is StepWeightBytes.
+// int8_macs_per_row: the part of macs_per_row whose weights take Q8 (int8) activations (MXFP4:
+// vpdpbusd); the rest run as bf16 dot products (bf16, FP8 decoded to bf16) or fp32.
 struct OpWeightCost {
   std::array<double, static_cast<int>(Op::kCount)> bytes{};
   std::array<double, static_cast<int>(Op::kCount)> macs_per_row{};
+  std::array<double, static_cast<int>(Op::kCount)> int8_macs_per_row{};
 };
 OpWeightCost OpWeightCosts(const ModelWeights& w, const std::map<int64_t, RouterChoice>& router,
                            int64_t experts_per_tok);

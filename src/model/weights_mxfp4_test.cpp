@@ -247,5 +247,32 @@ TEST(Mxfp4Weights, StepWeightBytesCountsStoredFormatAndPickedExperts) {
   EXPECT_DEATH(StepWeightBytes(w, bad), "lw.moe.experts.size");
 }
 
+// The per-op MACs split by the dot product that runs them: with MXFP4 routed experts their MACs
+// (num_experts_per_tok per row) are the int8 ones, everything else (the bf16 shared expert
+// included) stays bf16; the totals do not depend on the format.
+TEST(Mxfp4Weights, OpWeightCostsCountTheRoutedExpertsAsInt8Macs) {
+  auto q = Model::Load(QuantizedTiny());
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  const Model& base = TestModel("tiny");
+  const ModelConfig& c = base.config();
+  const int kExp = static_cast<int>(Op::kExperts);
+  const OpWeightCost b = OpWeightCosts(base.weights(), {}, c.num_experts_per_tok);
+  const OpWeightCost x = OpWeightCosts(q->get()->weights(), {}, c.num_experts_per_tok);
+  double routed = 0;  // per row, over the MoE layers
+  for (const TensorSpec& s : ExpectedTensors(c)) {
+    if (s.routed_expert && s.layer < c.num_hidden_layers &&
+        s.name.find(".experts.0.") != std::string::npos) {
+      routed += static_cast<double>(c.num_experts_per_tok) * static_cast<double>(s.numel());
+    }
+  }
+  ASSERT_GT(routed, 0);
+  for (int i = 0; i < static_cast<int>(Op::kCount); ++i) {
+    EXPECT_EQ(b.int8_macs_per_row[i], 0.0) << kOpNames[i];
+    EXPECT_EQ(x.macs_per_row[i], b.macs_per_row[i]) << kOpNames[i];
+    EXPECT_EQ(x.int8_macs_per_row[i], i == kExp ? routed : 0.0) << kOpNames[i];
+  }
+  EXPECT_GT(x.macs_per_row[kExp], routed);  // the shared expert's bf16 MACs
+}
+
 }  // namespace
 }  // namespace mx
