@@ -13,6 +13,7 @@
 #include "base/scratch.h"
 #include "kernels/mxfp4.h"
 #include "model/moe.h"
+#include "model/weight_bytes.h"
 #include "model/weight_format.h"
 
 namespace mx {
@@ -194,14 +195,27 @@ class ExpertRunner {
                        [&](int64_t lo, int64_t hi, int) { fn(lo * g, std::min(hi * g, cols)); });
   }
 
-  // Every job's columns in one pass, split by cost (rows × columns; `down` = D columns, else
-  // the job's width): a worker owns the columns whose cost interval starts in its range
+  // What one output column of the pass costs a worker: its multiply-adds (rows × k) and the
+  // bytes of weights it streams, kMacsPerByte multiply-adds each (a core's bf16 dot rate over
+  // its share of the read bandwidth, ~250 G / ~40 GB/s). At a decode's few rows the bytes decide:
+  // a bf16 shared expert's column costs ~4 MXFP4 ones, and a split by rows × columns alone left
+  // the worker holding it streaming ~60% more than the other.
+  static constexpr int64_t kMacsPerByte = 6;
+  int64_t ColumnCost(const Job& j, bool down) const {
+    auto bytes = [](const LinearWeight& w) { return WeightBytes(w) / std::max<int64_t>(w.n, 1); };
+    if (down) return j.n * j.f + kMacsPerByte * bytes(j.w->down_proj);
+    return 2 * j.n * D_ + kMacsPerByte * (bytes(j.w->gate_proj) + bytes(j.w->up_proj));
+  }
+
+  // Every job's columns in one pass, split by cost (ColumnCost × columns; `down` = D columns,
+  // else the job's width): a worker owns the columns whose cost interval starts in its range
   // (boundaries rounded up to the format's row group), so each column has exactly one owner.
   template <typename Fn>
   void ByCost(bool down, Fn fn) {
-    std::vector<int64_t> start(jobs_.size() + 1, 0);  // Σ earlier jobs' n × cols
+    std::vector<int64_t> start(jobs_.size() + 1, 0), per(jobs_.size());  // Σ earlier; per column
     for (size_t i = 0; i < jobs_.size(); ++i) {
-      start[i + 1] = start[i] + jobs_[i].n * (down ? D_ : jobs_[i].f);
+      per[i] = std::max<int64_t>(1, ColumnCost(jobs_[i], down));
+      start[i + 1] = start[i] + per[i] * (down ? D_ : jobs_[i].f);
     }
     pool_.parallel_for(0, start.back(), [&](int64_t lo, int64_t hi, int) {
       for (size_t i = 0; i < jobs_.size(); ++i) {
@@ -209,7 +223,7 @@ class ExpertRunner {
         const int64_t cols = down ? D_ : j.f;
         const int64_t g = FormatOf(down ? j.w->down_proj : j.w->gate_proj).row_group;
         auto col = [&](int64_t x) {  // rounded up to the row group: one owner per group
-          const int64_t c = std::clamp<int64_t>((x - start[i] + j.n - 1) / j.n, 0, cols);
+          const int64_t c = std::clamp<int64_t>((x - start[i] + per[i] - 1) / per[i], 0, cols);
           return std::min((c + g - 1) / g * g, cols);
         };
         const int64_t c0 = col(lo), c1 = col(hi);
