@@ -239,12 +239,19 @@ class ExpertRunner {
     ByCost(true, [&](const Job& j, int64_t c0, int64_t c1) { Down(j, c0, c1); });
   }
 
-  // Whole jobs per worker, balanced by rows: the jobs whose first row falls in its range.
+  // Whole jobs per worker, balanced by cost (ColumnCost over the job's gate/up and down
+  // columns): the jobs whose cost interval starts in its range.
   void WholeExperts() {
     QuantizeAll(false);
-    pool_.parallel_for(0, R_, [&](int64_t lo, int64_t hi, int) {
-      for (const Job& j : jobs_) {
-        if (j.off < lo || j.off >= hi) continue;
+    std::vector<int64_t> start(jobs_.size() + 1, 0);  // Σ earlier jobs' costs
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      const Job& j = jobs_[i];
+      start[i + 1] = start[i] + ColumnCost(j, false) * j.f + ColumnCost(j, true) * D_;
+    }
+    pool_.parallel_for(0, start.back(), [&](int64_t lo, int64_t hi, int) {
+      for (size_t i = 0; i < jobs_.size(); ++i) {
+        const Job& j = jobs_[i];
+        if (start[i] < lo || start[i] >= hi) continue;
         GateUp(j, 0, j.f);
         QuantizeH(j);
         Down(j, 0, D_);
