@@ -34,6 +34,9 @@ struct Fp8GroupRuns {
 };
 
 inline constexpr int64_t kFp8DefaultBlockRows = 128;
+// Rows left past the whole tiles of 8 from which one more tile of 8 overlaps the last ones
+// (ForEachTileOverlapped; fp8_bench rows 13, 14, 15: +5%, +10%, +33% GFLOP/s).
+inline constexpr int64_t kFp8OverlapRows = 5;
 
 template <typename Tile, typename X>
 void GroupedGemmFp8(const X& xs, int64_t m, const uint8_t* wp, const float* sp, int64_t k,
@@ -65,7 +68,7 @@ void GroupedGemmFp8(const X& xs, int64_t m, const uint8_t* wp, const float* sp, 
       for (int64_t g = b; g < g1; ++g) cut(g);
     }
   };
-  ForEachTile(g_first, g_end, cb, mr, rows);
+  ForEachTileOverlapped(g_first, g_end, cb, mr, m, kFp8OverlapRows, rows);
 }
 
 }  // namespace mx

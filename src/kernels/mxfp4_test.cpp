@@ -64,11 +64,12 @@ Data Make(const Case& c, uint32_t seed, int e_lo = 120, int e_hi = 134) {
 }
 
 // The SIMD kernels take groups of 16 W rows (8 per AVX2 half) and row tiles of up to 4: N around
-// and between multiples of 16, odd block counts, m = 1..9 rows.
+// and between multiples of 16, odd block counts, m = 1..9 rows (and 15, 23: ForEachTileOverlapped).
 std::vector<Case> Cases() {
   std::vector<Case> cases = {{1, 1, 32},    {1, 7, 64},     {1, 33, 96},   {2, 5, 288},
                              {3, 130, 256}, {7, 17, 544},   {1, 64, 1024}, {5, 3, 32},
-                             {16, 40, 160}, {1, 257, 2048}, {1, 9, 6144}};
+                             {16, 40, 160}, {1, 257, 2048}, {1, 9, 6144},  {15, 40, 160},
+                             {23, 17, 544}};  // 15, 23: an overlapped row tile
   const int64_t blocks[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 48};
   for (int64_t m = 1; m <= 9; ++m) {
     for (size_t b = m % 2; b < std::size(blocks); b += 2)
