@@ -161,9 +161,14 @@ void BM_AttendRows(benchmark::State& state) {
 void BM_AttendRowsBf16(benchmark::State& state) {
   const mx::KernelTable* kt = Level(state);
   MX_SKIP_IF_ABSENT(kt);
-  // spread 16: the rows DSA selected, every 16th of a cache too large for the caches.
+  // spread 16: the rows DSA selected, every 16th of a cache too large for the caches; cold 1: the
+  // caches flushed before each call (untimed), so the rows come from memory as in a decode step,
+  // whose weights stream through the caches between two layers' attention.
   const int64_t m = state.range(1), n = state.range(2), spread = state.range(3), da = 512, db = 64,
                 dv = 512;
+  const bool cold = state.range(4) != 0;
+  std::vector<uint8_t> flush(cold ? 128 << 20 : 0, 1);
+  uint64_t sink = 0;
   const auto cache = Randn(n * spread * (da + db), 11, 0.5f), q = Randn(m * (da + db), 13);
   std::vector<uint16_t> c16(cache.size());
   for (size_t i = 0; i < cache.size(); ++i) c16[i] = mx::F32ToBf16(cache[i]);
@@ -172,11 +177,17 @@ void BM_AttendRowsBf16(benchmark::State& state) {
   std::vector<float> scratch(mx::AttendRowsScratch(m)), out(m * dv);
   const float scale = 1.0f / std::sqrt(static_cast<float>(da + db));
   for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      for (size_t i = 0; i < flush.size(); i += 64) sink += flush[i]++;
+      state.ResumeTiming();
+    }
     kt->attend_rows_bf16(q.data(), da + db, q.data() + da, da + db, m, da, db, ka.data(), kb.data(),
                          ka.data(), dv, n, nullptr, nullptr, 0, scale, scratch.data(), out.data(),
                          dv);
     benchmark::DoNotOptimize(out.data());
   }
+  benchmark::DoNotOptimize(sink);
   state.counters["FLOP/s"] =
       benchmark::Counter(static_cast<double>(state.iterations()) * 2.0 * m * n * (da + db + dv),
                          benchmark::Counter::kIsRate);
@@ -196,8 +207,8 @@ BENCHMARK(BM_AttendRows)
     ->ArgNames({"level", "absorbed", "n"})
     ->ArgsProduct({{0, 1, 2}, {0, 1}, {2048, 8192}});
 BENCHMARK(BM_AttendRowsBf16)
-    ->ArgNames({"level", "m", "n", "spread"})
-    ->ArgsProduct({{1, 2}, {8, 16}, {2048}, {1, 16}});
+    ->ArgNames({"level", "m", "n", "spread", "cold"})
+    ->ArgsProduct({{1, 2}, {8, 16}, {2048}, {1, 16}, {0, 1}});
 BENCHMARK(BM_TopK)
     ->ArgNames({"level", "n", "k"})
     ->Args({0, 32768, 2048})
