@@ -7,11 +7,11 @@
 // experts. Each checkpoint gets a synthetic tokenizer.json, so that `mxserve serve` runs it too.
 // Decode is reported against the bandwidth floor: the bytes of every weight the step touches
 // (attention, indexer, dense, shared experts, router, lm_head, and each routed expert that the
-// router actually picked for some row, counted once) / bandwidth. Prefill against the GEMM rate
-// (2 · active parameters FLOPs per token, attention excluded), and its linear layers' products
-// (bf16 dot products; int8 for MXFP4 weights) against the machine's dot-product ceilings
-// (dot_peak.h) probed in the same run: the prefill's share of those ceilings, per op with ops=1.
-// Best of `repeats`.
+// router actually picked for some row, counted once) / bandwidth. Prefill by its linear layers'
+// products (2 FLOPs per weight per row, the lm_head's for the last row only; attention's own
+// products not counted) against the GEMM rate, and against the machine's dot-product ceilings
+// (dot_peak.h: bf16 dot products, int8 for MXFP4 weights) probed in the same run: the prefill's
+// share of those ceilings, per op with ops=1. Best of `repeats`.
 //
 //   model_bench [dir=/tmp/mxserve-bench-scale] [threads=0] [repeats=3] [steps=8]
 //               [config=../shared/configs/bench-scale.json] [batches=1,8,32] [prefill=512 (0:
@@ -518,8 +518,17 @@ int main(int argc, char** argv) {
       best = std::min(best, Now() - t0);
     }
     probe();
-    const auto ps = mx::Summarize(c, mx::ExpectedTensors(c));
-    const double flops = 2.0 * static_cast<double>(ps.active_params) * n_prefill;
+    // The linear layers' products (the lm_head's of the last row only): bf16 dot products, and
+    // int8 ones for MXFP4 weights; attention's own products, norms and the rest are not counted.
+    const mx::OpWeightCost cost = mx::OpWeightCosts(model->weights(), {}, c.num_experts_per_tok);
+    double at_ceil = 0, bf16_flops = 0, int8_ops = 0;
+    for (int i = 0; i < static_cast<int>(mx::Op::kCount); ++i) {
+      const double r = i == static_cast<int>(mx::Op::kLmHead) ? 1.0 : n_prefill;
+      at_ceil += ceil.Seconds(cost, i, r);
+      bf16_flops += 2.0 * r * (cost.macs_per_row[i] - cost.int8_macs_per_row[i]);
+      int8_ops += 2.0 * r * cost.int8_macs_per_row[i];
+    }
+    const double flops = bf16_flops + int8_ops;
     if (prune) {
       std::printf("| %s | prefill, %lld tokens, last layer pruned | %.1f | %.1f | | | | |\n",
                   label.c_str(), static_cast<long long>(n_prefill), n_prefill / best, best * 1e3);
@@ -527,18 +536,6 @@ int main(int argc, char** argv) {
       std::printf("| %s | prefill, %lld tokens | %.1f | %.1f | | | %.1f | %.0f%% |\n",
                   label.c_str(), static_cast<long long>(n_prefill), n_prefill / best, best * 1e3,
                   flops / best / 1e9, 100.0 * flops / best / 1e9 / gemm_gflops);
-    }
-    const mx::OpWeightCost cost = mx::OpWeightCosts(model->weights(), {}, c.num_experts_per_tok);
-    if (!prune) {
-      // The linear layers' products (lm_head: the last row) at the ceilings, against the whole
-      // prefill (attention's own products, norms and the rest included).
-      double at_ceil = 0, bf16_flops = 0, int8_ops = 0;
-      for (int i = 0; i < static_cast<int>(mx::Op::kCount); ++i) {
-        const double r = i == static_cast<int>(mx::Op::kLmHead) ? 1.0 : n_prefill;
-        at_ceil += ceil.Seconds(cost, i, r);
-        bf16_flops += 2.0 * r * (cost.macs_per_row[i] - cost.int8_macs_per_row[i]);
-        int8_ops += 2.0 * r * cost.int8_macs_per_row[i];
-      }
       std::printf(
           "  prefill against the %s (vdpbf16ps %.0f GFLOP/s, vpdpbusd %.0f GOP/s%s): its linear "
           "layers' %.1f bf16 GFLOP + %.1f int8 GOP take %.1f ms there = %.1f%% of the prefill's "

@@ -29,23 +29,11 @@ struct GemmTiling {
 // The row tiles a level accepts.
 inline bool ValidRowTile(int mr) { return mr == 0 || mr == 1 || mr == 2 || mr == 4 || mr == 8; }
 
-// The outer loops of the grouped (packed-weight) kernels: W's row groups [g_first, g_end) in
-// cache blocks of cb groups, within a block the activation rows in tiles of mr (≥ 8, 4, 2) and
-// the leftover rows in smaller tiles down to 1: rows.template operator()<MR>(g0, g1, i) runs
-// tiles of MR rows from row i while they fit and leaves i at the first row it did not take.
-template <typename Rows>
-void ForEachTileOverlapped(int64_t g_first, int64_t g_end, int64_t cb, int mr, int64_t m,
-                           int64_t overlap, Rows rows);
-template <typename Rows>
-void ForEachTile(int64_t g_first, int64_t g_end, int64_t cb, int mr, Rows rows) {
-  ForEachTileOverlapped(g_first, g_end, cb, mr, 0, 0, rows);  // m = 0: no overlapped tile
-}
-
-// ForEachTile for kernels whose tiles store their outputs whole (no partial sums kept in y between
-// calls, as the FP8 and MXFP4 ones): past the last whole tile of 8 rows, `overlap` or more rows
-// left (of m) go in one more tile of 8 ending at the last row. Its first rows are computed again,
-// to the same bits (a row's arithmetic does not depend on its tile), at less cost than the tiles
-// of 4, 2 and 1 that would follow, each of which decodes the weights again.
+// ForEachTile (below) for kernels whose tiles store their outputs whole (no partial sums kept in y
+// between calls, as the FP8 and MXFP4 ones): past the last whole tile of 8 rows, `overlap` or more
+// rows left (of m) go in one more tile of 8 ending at the last row. Its first rows are computed
+// again, to the same bits (a row's arithmetic does not depend on its tile), at less cost than the
+// tiles of 4, 2 and 1 that would follow, each of which decodes the weights again.
 template <typename Rows>
 void ForEachTileOverlapped(int64_t g_first, int64_t g_end, int64_t cb, int mr, int64_t m,
                            int64_t overlap, Rows rows) {
@@ -54,7 +42,7 @@ void ForEachTileOverlapped(int64_t g_first, int64_t g_end, int64_t cb, int mr, i
     int64_t i = 0;
     if (mr >= 8) {
       rows.template operator()<8>(g0, g1, i);
-      if (m >= 8 && m - i >= overlap) {
+      if (m >= 8 && m - i >= std::max<int64_t>(overlap, 1)) {
         i = m - 8;
         rows.template operator()<8>(g0, g1, i);
       }
@@ -63,6 +51,15 @@ void ForEachTileOverlapped(int64_t g_first, int64_t g_end, int64_t cb, int mr, i
     if (mr >= 2) rows.template operator()<2>(g0, g1, i);
     rows.template operator()<1>(g0, g1, i);
   }
+}
+
+// The outer loops of the grouped (packed-weight) kernels: W's row groups [g_first, g_end) in
+// cache blocks of cb groups, within a block the activation rows in tiles of mr (≥ 8, 4, 2) and
+// the leftover rows in smaller tiles down to 1: rows.template operator()<MR>(g0, g1, i) runs
+// tiles of MR rows from row i while they fit and leaves i at the first row it did not take.
+template <typename Rows>
+void ForEachTile(int64_t g_first, int64_t g_end, int64_t cb, int mr, Rows rows) {
+  ForEachTileOverlapped(g_first, g_end, cb, mr, 0, 0, rows);  // m = 0: no overlapped tile
 }
 
 }  // namespace mx
