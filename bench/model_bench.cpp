@@ -29,7 +29,10 @@
 //               first as for the step; medians and bests of both and their ratio)]
 //               [prune=0 (1: the prefill's last layer carries only the logit row past its
 //               attention, as the engine runs a prompt: ForwardOptions::prune_last_layer; the
-//               FLOPs and % columns then stay blank, the work being less than 2 · active params)]
+//               FLOPs and % columns then stay blank, its rows being fewer)]
+//               [kv=bf16 (the KV store: the engine's paged one in this --kv-cache-dtype, as
+//               `bench offline` and serve run it; or contiguous: fp32 rows, copied before they
+//               are attended)]
 #include <fmt/format.h>
 #include <immintrin.h>
 
@@ -39,6 +42,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -51,6 +56,7 @@
 #include "base/numerics.h"
 #include "base/thread_pool.h"
 #include "dot_peak.h"
+#include "engine/engine.h"
 #include "engine/model_factory.h"
 #include "engine/offline_bench.h"
 #include "io/model_config.h"
@@ -58,6 +64,7 @@
 #include "kernels/fp8.h"
 #include "kernels/kernels.h"
 #include "kernels/mxfp4.h"
+#include "kv/paged_kv_store.h"
 #include "model/model.h"
 #include "model/moe.h"
 #include "model/tensor_plan.h"
@@ -255,6 +262,7 @@ int main(int argc, char** argv) {
       {"ops", "0"},
       {"prune", "0"},
       {"floor", "0"},
+      {"kv", "bf16"},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
@@ -303,6 +311,13 @@ int main(int argc, char** argv) {
   // 480 MB L3 (the Intel Xeon hosts) holds the MXFP4 checkpoint's 0.47 GB per step, but not
   // bf16's 0.86 GB: without the flush their ratio measured the cache, not the formats.
   mx::CacheFlusher flush(pool, a["flush"] == "1" ? static_cast<size_t>(mx::StreamBytes()) : 0);
+  // kv: a KV cache dtype of the engine's paged store, or "contiguous" (ContiguousKvStore).
+  std::optional<mx::KvCacheDtype> kv_dtype;
+  if (a["kv"] != "contiguous") {
+    auto d = mx::ParseKvCacheDtype(a["kv"]);
+    if (!d.ok()) Die("kv: " + d.status().ToString() + " (or contiguous)");
+    kv_dtype = *d;
+  }
   auto acts = mx::ParseGemmActivations(a["activations"]);
   if (!acts.ok()) Die(acts.status().ToString());
   auto kt_or = mx::ResolveKernels(std::nullopt, *acts);
@@ -378,6 +393,23 @@ int main(int argc, char** argv) {
                     : a["quant"] == "mxfp4" ? "MXFP4 experts"
                                             : "FP8 (every linear but the lm_head)",
                     moe.tuned ? " (tuned MoE)" : "");
+    // The KV store: the engine's (paged, kv=bf16 as serve by default, read in place by the
+    // attention) or kv=contiguous (fp32 rows, copied before they are attended). Sequences 0..n-1.
+    auto make_kv = [&](int64_t n, int64_t positions) -> std::unique_ptr<mx::KvStore> {
+      if (!kv_dtype) {
+        auto store = std::make_unique<mx::ContiguousKvStore>(c, positions);
+        for (int64_t s = 0; s < n; ++s) store->AddSequence();
+        return store;
+      }
+      const int64_t page = mx::EngineOptions{}.page_size, per = (positions + page - 1) / page;
+      auto store =
+          std::make_unique<mx::PagedKvStore>(c, page, n * per, *kv_dtype, model->kv_scales());
+      for (int64_t s = 0; s < n; ++s) {
+        std::vector<int32_t>& table = store->PageTable(s);
+        for (int64_t p = 0; p < per; ++p) table.push_back(static_cast<int32_t>(s * per + p));
+      }
+      return store;
+    };
     std::mt19937_64 rng(1);
     // Decode at each batch size: every sequence has `ctx` tokens of context, then `steps`
     // single-token steps; the best step of all repeats.
@@ -393,10 +425,11 @@ int main(int argc, char** argv) {
       std::array<double, static_cast<int>(mx::Op::kCount)> floor_op{};  // Σ read seconds
       double floor_bytes = 0;
       for (int rep = 0; rep < repeats; ++rep) {
-        mx::ContiguousKvStore kv(c, ctx + steps + 1);
+        const std::unique_ptr<mx::KvStore> kv_store = make_kv(b, ctx + steps + 1);
+        mx::KvStore& kv = *kv_store;
         mx::ForwardBatch pre;
         for (int s = 0; s < b; ++s) {
-          pre.seqs.push_back({kv.AddSequence(), 0, mx::RandomTokenIds(ctx, c.vocab_size, rng), {}});
+          pre.seqs.push_back({s, 0, mx::RandomTokenIds(ctx, c.vocab_size, rng), {}});
         }
         mx::ForwardOptions po;
         po.moe = moe.For(pre);
@@ -501,8 +534,9 @@ int main(int argc, char** argv) {
     if (dot_ceilings) ceil = {0, 0, "dot ceiling"};
     probe();
     for (int rep = 0; rep < repeats; ++rep) {
-      mx::ContiguousKvStore kv(c, n_prefill);
-      const int64_t seq = kv.AddSequence();
+      const std::unique_ptr<mx::KvStore> kv_store = make_kv(1, n_prefill);
+      mx::KvStore& kv = *kv_store;
+      const int64_t seq = 0;
       const std::vector<int32_t> ids = mx::RandomTokenIds(n_prefill, c.vocab_size, rng);
       mx::ForwardOptions po;
       po.moe = moe.For(n_prefill);  // one chunk of the whole prompt
