@@ -38,7 +38,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -83,9 +82,6 @@ using mx::bench::Now;
   std::exit(1);
 }
 
-// The op table of `steps` forwards of `rows` rows each (prof summed over them): decode rows are
-// judged by the bytes each op's weights take from memory, prefill rows by their FLOPs (blank
-// when the last layer was pruned: its ops ran on fewer rows).
 // The prefill's compute ceilings: G(FL)OP/s of the bf16 dot products (bf16 and FP8 weights) and
 // of the int8 ones (MXFP4 weights, Q8 activations), with the name of what they are.
 struct Ceilings {
@@ -99,6 +95,9 @@ struct Ceilings {
   }
 };
 
+// The op table of `steps` forwards of `rows` rows each (prof summed over them): decode rows are
+// judged by the bytes each op's weights take from memory, prefill rows by their FLOPs (blank
+// when the last layer was pruned: its ops ran on fewer rows).
 void PrintOps(const mx::OpProfile& prof, int64_t steps, int64_t rows, bool decode,
               const mx::OpWeightCost& cost, double bw_gbps, const Ceilings& ceilings,
               bool pruned = false) {
