@@ -207,16 +207,24 @@ class ExpertRunner {
     return 2 * j.n * D_ + kMacsPerByte * (bytes(j.w->gate_proj) + bytes(j.w->up_proj));
   }
 
+  // start[i] = Σ cost(j) over the jobs j < i; start[jobs] = the total.
+  template <typename Cost>
+  std::vector<int64_t> CostStarts(Cost cost) const {
+    std::vector<int64_t> start(jobs_.size() + 1, 0);
+    for (size_t i = 0; i < jobs_.size(); ++i) start[i + 1] = start[i] + cost(i);
+    return start;
+  }
+
   // Every job's columns in one pass, split by cost (ColumnCost × columns; `down` = D columns,
   // else the job's width): a worker owns the columns whose cost interval starts in its range
   // (boundaries rounded up to the format's row group), so each column has exactly one owner.
   template <typename Fn>
   void ByCost(bool down, Fn fn) {
-    std::vector<int64_t> start(jobs_.size() + 1, 0), per(jobs_.size());  // Σ earlier; per column
-    for (size_t i = 0; i < jobs_.size(); ++i) {
+    std::vector<int64_t> per(jobs_.size());  // per column
+    for (size_t i = 0; i < jobs_.size(); ++i)
       per[i] = std::max<int64_t>(1, ColumnCost(jobs_[i], down));
-      start[i + 1] = start[i] + per[i] * (down ? D_ : jobs_[i].f);
-    }
+    const std::vector<int64_t> start =
+        CostStarts([&](size_t i) { return per[i] * (down ? D_ : jobs_[i].f); });
     pool_.parallel_for(0, start.back(), [&](int64_t lo, int64_t hi, int) {
       for (size_t i = 0; i < jobs_.size(); ++i) {
         const Job& j = jobs_[i];
@@ -243,11 +251,10 @@ class ExpertRunner {
   // columns): the jobs whose cost interval starts in its range.
   void WholeExperts() {
     QuantizeAll(false);
-    std::vector<int64_t> start(jobs_.size() + 1, 0);  // Σ earlier jobs' costs
-    for (size_t i = 0; i < jobs_.size(); ++i) {
+    const std::vector<int64_t> start = CostStarts([&](size_t i) {
       const Job& j = jobs_[i];
-      start[i + 1] = start[i] + ColumnCost(j, false) * j.f + ColumnCost(j, true) * D_;
-    }
+      return ColumnCost(j, false) * j.f + ColumnCost(j, true) * D_;
+    });
     pool_.parallel_for(0, start.back(), [&](int64_t lo, int64_t hi, int) {
       for (size_t i = 0; i < jobs_.size(); ++i) {
         const Job& j = jobs_[i];

@@ -22,18 +22,19 @@ double StepWeightBytes(const ModelWeights& w, const std::map<int64_t, RouterChoi
 OpWeightCost OpWeightCosts(const ModelWeights& w, const std::map<int64_t, RouterChoice>& router,
                            int64_t experts_per_tok) {
   OpWeightCost c;
-  auto add = [&](Op op, const LinearWeight& x, double rows_per_token = 1.0) {
-    c.bytes[static_cast<int>(op)] += static_cast<double>(WeightBytes(x));
-    if (!x.empty()) {
-      const double macs = rows_per_token * static_cast<double>(x.n * x.k);
-      c.macs_per_row[static_cast<int>(op)] += macs;
-      if (FormatOf(x).q8_activations) c.int8_macs_per_row[static_cast<int>(op)] += macs;
-    }
+  // x's multiply-adds per row (times `uses`), and the int8 part of them.
+  auto macs = [&](Op op, const LinearWeight& x, double uses) {
+    if (x.empty()) return;
+    const double n = uses * static_cast<double>(x.n * x.k);
+    c.macs_per_row[static_cast<int>(op)] += n;
+    if (FormatOf(x).q8_activations) c.int8_macs_per_row[static_cast<int>(op)] += n;
   };
-  auto mlp = [&](Op op, const MlpWeights& e, double per_row) {
-    add(op, e.gate_proj, per_row);
-    add(op, e.up_proj, per_row);
-    add(op, e.down_proj, per_row);
+  auto add = [&](Op op, const LinearWeight& x) {
+    c.bytes[static_cast<int>(op)] += static_cast<double>(WeightBytes(x));
+    macs(op, x, 1.0);
+  };
+  auto mlp = [&](Op op, const MlpWeights& e) {
+    for (const LinearWeight* p : {&e.gate_proj, &e.up_proj, &e.down_proj}) add(op, *p);
   };
   add(Op::kLmHead, w.lm_head);
   for (size_t l = 0; l < w.layers.size(); ++l) {
@@ -49,19 +50,16 @@ OpWeightCost OpWeightCosts(const ModelWeights& w, const std::map<int64_t, Router
       }
     }
     if (!lw.is_moe) {
-      mlp(Op::kDenseMlp, lw.mlp, 1.0);
+      mlp(Op::kDenseMlp, lw.mlp);
       continue;
     }
     add(Op::kRouter, lw.moe.gate);
-    if (lw.moe.has_shared) mlp(Op::kExperts, lw.moe.shared_experts, 1.0);
+    if (lw.moe.has_shared) mlp(Op::kExperts, lw.moe.shared_experts);
     // Routed experts: per row, experts_per_tok of them (all of the same shape).
     for (const MlpWeights& e : lw.moe.experts) {
       if (e.gate_proj.empty()) continue;
       for (const LinearWeight* p : {&e.gate_proj, &e.up_proj, &e.down_proj}) {
-        const double macs = static_cast<double>(experts_per_tok) * static_cast<double>(p->n * p->k);
-        c.macs_per_row[static_cast<int>(Op::kExperts)] += macs;
-        if (FormatOf(*p).q8_activations)
-          c.int8_macs_per_row[static_cast<int>(Op::kExperts)] += macs;
+        macs(Op::kExperts, *p, static_cast<double>(experts_per_tok));
       }
       break;
     }
