@@ -144,11 +144,12 @@ void BM_AttendRows(benchmark::State& state) {
   }
   std::vector<int64_t> lim(m);
   for (int64_t i = 0; i < m; ++i) lim[i] = expanded ? n - m + i + 1 : n;
-  std::vector<float> scratch(mx::AttendRowsScratch(m)), out(m * dv);
+  std::vector<float> scratch(mx::AttendRowsScratch(m, dv)), out(m * dv);
   const float scale = 1.0f / std::sqrt(static_cast<float>(da + db));
   for (auto _ : state) {
     kt->attend_rows(q.data(), da + db, q.data() + da, da + db, m, da, db, ka.data(), kb.data(),
-                    v.data(), dv, n, lim.data(), nullptr, 0, scale, scratch.data(), out.data(), dv);
+                    v.data(), dv, n, lim.data(), nullptr, 0, scale, scratch.data(), out.data(), dv,
+                    nullptr);
     benchmark::DoNotOptimize(out.data());
   }
   state.counters["FLOP/s"] =
@@ -174,7 +175,7 @@ void BM_AttendRowsBf16(benchmark::State& state) {
   for (size_t i = 0; i < cache.size(); ++i) c16[i] = mx::F32ToBf16(cache[i]);
   std::vector<const uint16_t*> ka(n), kb(n);
   for (int64_t t = 0; t < n; ++t) ka[t] = c16.data() + t * spread * (da + db), kb[t] = ka[t] + da;
-  std::vector<float> scratch(mx::AttendRowsScratch(m)), out(m * dv);
+  std::vector<float> scratch(mx::AttendRowsScratch(m, dv)), out(m * dv);
   const float scale = 1.0f / std::sqrt(static_cast<float>(da + db));
   for (auto _ : state) {
     if (cold) {
@@ -184,7 +185,7 @@ void BM_AttendRowsBf16(benchmark::State& state) {
     }
     kt->attend_rows_bf16(q.data(), da + db, q.data() + da, da + db, m, da, db, ka.data(), kb.data(),
                          ka.data(), dv, n, nullptr, nullptr, 0, scale, scratch.data(), out.data(),
-                         dv);
+                         dv, nullptr);
     benchmark::DoNotOptimize(out.data());
   }
   benchmark::DoNotOptimize(sink);

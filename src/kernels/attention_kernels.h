@@ -15,10 +15,19 @@
 
 namespace mx {
 
-// attend_rows processes keys in blocks of this many (online softmax); its scratch holds
-// AttendRowsScratch(m) floats.
+// attend_rows processes keys in blocks of this many (online softmax), the blocks in segments of
+// kAttendSegment keys: each segment's softmax runs on its own (its own running max and
+// denominator, from the segment's first key), and the segments are combined in order by the
+// rule of attend_combine. So keys [j·G, (j+1)·G) attended by one call with `stats` (a part)
+// and the parts combined give the bits of one call over every key: a caller may split a
+// query's keys between threads without changing its output. Its scratch holds
+// AttendRowsScratch(m, dv) floats.
 inline constexpr int64_t kAttendKeyBlock = 64;
-inline constexpr int64_t AttendRowsScratch(int64_t m) { return m * (kAttendKeyBlock + 3); }
+inline constexpr int64_t kAttendSegment = 512;
+static_assert(kAttendSegment % kAttendKeyBlock == 0);
+inline constexpr int64_t AttendRowsScratch(int64_t m, int64_t dv) {
+  return m * (kAttendKeyBlock + 5 + dv);
+}
 
 // The indexer's key layout: keys in panels of P positions, each panel [Di, P] (dimension-major,
 // so one vector load holds one dimension of P keys and a score needs no horizontal sum). A
@@ -40,14 +49,19 @@ using AttendRowsFn = void (*)(const float* qa, int64_t ldqa, const float* qb, in
                               int64_t m, int64_t da, int64_t db, const float* const* ka,
                               const float* const* kb, const float* const* v, int64_t dv, int64_t n,
                               const int64_t* lim, const uint64_t* mask, int64_t ldm, float scale,
-                              float* scratch, float* out, int64_t ldo);
+                              float* scratch, float* out, int64_t ldo, float* stats);
 // attend_rows over bf16 rows (ka, kb, v point at bf16 values, widened exactly): the same
 // arithmetic, so the same bits as attend_rows over the widened rows.
 using AttendRowsBf16Fn = void (*)(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb,
                                   int64_t m, int64_t da, int64_t db, const uint16_t* const* ka,
                                   const uint16_t* const* kb, const uint16_t* const* v, int64_t dv,
                                   int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
-                                  float scale, float* scratch, float* out, int64_t ldo);
+                                  float scale, float* scratch, float* out, int64_t ldo,
+                                  float* stats);
+// Combines the parts of m rows (parts[j] + i·ldp, row i's max score and denominator at
+// stats[j][2i], stats[j][2i + 1]; parts in key order) into out + i·ldo, normalized.
+using AttendCombineFn = void (*)(int64_t m, int64_t dv, int64_t n_parts, const float* const* parts,
+                                 int64_t ldp, const float* const* stats, float* out, int64_t ldo);
 using IndexerScoresFn = void (*)(const float* q, const float* w, int64_t hi, int64_t di,
                                  const float* panels, int64_t n, float scale, float* out);
 // indexer_scores over bf16 panels, one pointer per kIndexerPanel positions (a bf16 cache's
@@ -62,12 +76,14 @@ namespace ref {
 void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m, int64_t da,
                 int64_t db, const float* const* ka, const float* const* kb, const float* const* v,
                 int64_t dv, int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
-                float scale, float* scratch, float* out, int64_t ldo);
+                float scale, float* scratch, float* out, int64_t ldo, float* stats);
 void AttendRowsBf16(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m,
                     int64_t da, int64_t db, const uint16_t* const* ka, const uint16_t* const* kb,
                     const uint16_t* const* v, int64_t dv, int64_t n, const int64_t* lim,
                     const uint64_t* mask, int64_t ldm, float scale, float* scratch, float* out,
-                    int64_t ldo);
+                    int64_t ldo, float* stats);
+void AttendCombine(int64_t m, int64_t dv, int64_t n_parts, const float* const* parts, int64_t ldp,
+                   const float* const* stats, float* out, int64_t ldo);
 void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,
                    int64_t n, float scale, float* out);
 void IndexerScoresBf16(const float* q, const float* w, int64_t hi, int64_t di,
@@ -85,12 +101,14 @@ namespace avx2 {
 void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m, int64_t da,
                 int64_t db, const float* const* ka, const float* const* kb, const float* const* v,
                 int64_t dv, int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
-                float scale, float* scratch, float* out, int64_t ldo);
+                float scale, float* scratch, float* out, int64_t ldo, float* stats);
 void AttendRowsBf16(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m,
                     int64_t da, int64_t db, const uint16_t* const* ka, const uint16_t* const* kb,
                     const uint16_t* const* v, int64_t dv, int64_t n, const int64_t* lim,
                     const uint64_t* mask, int64_t ldm, float scale, float* scratch, float* out,
-                    int64_t ldo);
+                    int64_t ldo, float* stats);
+void AttendCombine(int64_t m, int64_t dv, int64_t n_parts, const float* const* parts, int64_t ldp,
+                   const float* const* stats, float* out, int64_t ldo);
 void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,
                    int64_t n, float scale, float* out);
 void IndexerScoresBf16(const float* q, const float* w, int64_t hi, int64_t di,
@@ -101,12 +119,14 @@ namespace avx512 {
 void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m, int64_t da,
                 int64_t db, const float* const* ka, const float* const* kb, const float* const* v,
                 int64_t dv, int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
-                float scale, float* scratch, float* out, int64_t ldo);
+                float scale, float* scratch, float* out, int64_t ldo, float* stats);
 void AttendRowsBf16(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m,
                     int64_t da, int64_t db, const uint16_t* const* ka, const uint16_t* const* kb,
                     const uint16_t* const* v, int64_t dv, int64_t n, const int64_t* lim,
                     const uint64_t* mask, int64_t ldm, float scale, float* scratch, float* out,
-                    int64_t ldo);
+                    int64_t ldo, float* stats);
+void AttendCombine(int64_t m, int64_t dv, int64_t n_parts, const float* const* parts, int64_t ldp,
+                   const float* const* stats, float* out, int64_t ldo);
 void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,
                    int64_t n, float scale, float* out);
 void IndexerScoresBf16(const float* q, const float* w, int64_t hi, int64_t di,

@@ -58,6 +58,28 @@ std::vector<uint64_t> HalfMasks(int64_t m, int64_t n, std::mt19937& rng) {
   return mask;
 }
 
+// n random key rows [da | db | dv] rounded to bf16, by pointers in reverse order (any pointers
+// work): ka / kb / v into the rows widened to fp32, ha / hb / hv into the bf16 rows.
+struct Bf16Rows {
+  std::vector<uint16_t> h;
+  std::vector<float> wide;
+  std::vector<const float*> ka, kb, v;
+  std::vector<const uint16_t*> ha, hb, hv;
+  Bf16Rows(int64_t n, int64_t da, int64_t db, int64_t dv, std::mt19937& rng)
+      : ka(n), kb(n), v(n), ha(n), hb(n), hv(n) {
+    const int64_t w = da + db + dv;
+    const auto f = Randn(n * w, rng);
+    h.resize(f.size());
+    wide.resize(f.size());
+    for (size_t i = 0; i < f.size(); ++i) h[i] = F32ToBf16(f[i]), wide[i] = Bf16ToF32(h[i]);
+    for (int64_t t = 0; t < n; ++t) {
+      const int64_t r = (n - 1 - t) * w;
+      ka[t] = wide.data() + r, kb[t] = ka[t] + da, v[t] = kb[t] + db;
+      ha[t] = h.data() + r, hb[t] = ha[t] + da, hv[t] = hb[t] + db;
+    }
+  }
+};
+
 struct RowsCase {
   int64_t m, da, db, dv, n;
   bool causal;  // lim[i] = n - m + i + 1 (a chunk's queries over its prefix), else lim = n
@@ -74,7 +96,8 @@ TEST(AttentionKernels, AttendRowsMatchesFloat64AtEveryLevel) {
       {5, 20, 7, 21, 70, true, false},       {3, 33, 1, 65, 129, false, false},
       {1, 1, 1, 1, 1, false, false},         {9, 16, 16, 16, 9, true, false},
       {37, 192, 64, 128, 300, true, true},   {16, 512, 64, 512, 200, false, true},
-      {4, 9, 3, 5, 130, true, true}};
+      {4, 9, 3, 5, 130, true, true},         {16, 512, 64, 512, 1100, false, false},
+      {8, 64, 16, 40, 1300, true, true},     {3, 24, 8, 17, 1024, false, true}};
   for (const RowsCase& c : cases) {
     const int64_t ldq = c.da + c.db + 3, ldo = c.dv + 5, w = c.da + c.db + c.dv;
     const auto q = Randn(c.m * ldq, rng);
@@ -121,11 +144,11 @@ TEST(AttentionKernels, AttendRowsMatchesFloat64AtEveryLevel) {
     }
     for (const KernelTable* kt : Levels()) {
       std::vector<float> out(c.m * ldo, std::numeric_limits<float>::quiet_NaN());
-      std::vector<float> scratch(AttendRowsScratch(c.m));
+      std::vector<float> scratch(AttendRowsScratch(c.m, c.dv));
       kt->attend_rows(q.data(), ldq, q.data() + c.da, ldq, c.m, c.da, c.db, ka.data(), kb.data(),
                       v.data(), c.dv, c.n, c.causal ? lim.data() : nullptr,
-                      c.masked ? mask.data() : nullptr, ldm, scale, scratch.data(), out.data(),
-                      ldo);
+                      c.masked ? mask.data() : nullptr, ldm, scale, scratch.data(), out.data(), ldo,
+                      nullptr);
       double e = 0;
       for (int64_t i = 0; i < c.m; ++i) {
         for (int64_t d = 0; d < c.dv; ++d) {
@@ -147,14 +170,14 @@ TEST(AttentionKernels, AttendRowsMatchesFloat64AtEveryLevel) {
 TEST(AttentionKernels, AttendRowsRowIsIndependentOfItsNeighbours) {
   const uint32_t seed = FreshSeed();
   std::mt19937 rng(seed);
-  constexpr int64_t m = 11, da = 48, db = 16, dv = 40, n = 150;
+  constexpr int64_t m = 11, da = 48, db = 16, dv = 40, n = 1150;  // limits over 3 segments
   const auto q = Randn(m * (da + db), rng), cache = Randn(n * (da + db + dv), rng);
   std::vector<const float*> ka(n), kb(n), v(n);
   for (int64_t t = 0; t < n; ++t) {
     ka[t] = cache.data() + t * (da + db + dv), kb[t] = ka[t] + da, v[t] = kb[t] + db;
   }
   std::vector<int64_t> lim(m);
-  for (int64_t i = 0; i < m; ++i) lim[i] = 1 + (i * 37) % n;
+  for (int64_t i = 0; i < m; ++i) lim[i] = 1 + (i * 337) % n;
   constexpr int64_t ldm = (n + 63) / 64;
   std::vector<uint64_t> mask(m * ldm, 0);  // random ~half of the keys, always key 0
   std::bernoulli_distribution pick(0.5);
@@ -165,15 +188,15 @@ TEST(AttentionKernels, AttendRowsRowIsIndependentOfItsNeighbours) {
   }
   for (const KernelTable* kt : Levels()) {
     for (bool masked : {false, true}) {
-      std::vector<float> all(m * dv), one(dv), scratch(AttendRowsScratch(m));
+      std::vector<float> all(m * dv), one(dv), scratch(AttendRowsScratch(m, dv));
       kt->attend_rows(q.data(), da + db, q.data() + da, da + db, m, da, db, ka.data(), kb.data(),
                       v.data(), dv, n, lim.data(), masked ? mask.data() : nullptr, ldm, 0.2f,
-                      scratch.data(), all.data(), dv);
+                      scratch.data(), all.data(), dv, nullptr);
       for (int64_t i = 0; i < m; ++i) {
         const float* qi = q.data() + i * (da + db);
         kt->attend_rows(qi, da + db, qi + da, da + db, 1, da, db, ka.data(), kb.data(), v.data(),
                         dv, lim[i], nullptr, masked ? mask.data() + i * ldm : nullptr, ldm, 0.2f,
-                        scratch.data(), one.data(), dv);
+                        scratch.data(), one.data(), dv, nullptr);
         EXPECT_EQ(one, std::vector<float>(all.begin() + i * dv, all.begin() + (i + 1) * dv))
             << KernelLevelName(kt->level) << " row " << i << " masked " << masked
             << " seed=" << seed;
@@ -194,19 +217,10 @@ TEST(AttentionKernels, AttendRowsOverBf16RowsEqualsTheWidenedRows) {
   };
   for (const Shape& sh : {Shape{16, 512, 64, 512, 300}, Shape{5, 37, 11, 29, 70},
                           Shape{1, 192, 64, 128, 65}, Shape{33, 24, 8, 40, 129}}) {
-    const int64_t w = sh.da + sh.db + sh.dv;
     const auto q = Randn(sh.m * (sh.da + sh.db), rng);
-    const auto f = Randn(sh.n * w, rng);
-    std::vector<uint16_t> h(f.size());
-    std::vector<float> wide(f.size());
-    for (size_t i = 0; i < f.size(); ++i) h[i] = F32ToBf16(f[i]), wide[i] = Bf16ToF32(h[i]);
-    std::vector<const float*> ka(sh.n), kb(sh.n), v(sh.n);
-    std::vector<const uint16_t*> ha(sh.n), hb(sh.n), hv(sh.n);
-    for (int64_t t = 0; t < sh.n; ++t) {  // in reverse: any pointers
-      const int64_t r = (sh.n - 1 - t) * w;
-      ka[t] = wide.data() + r, kb[t] = ka[t] + sh.da, v[t] = kb[t] + sh.db;
-      ha[t] = h.data() + r, hb[t] = ha[t] + sh.da, hv[t] = hb[t] + sh.db;
-    }
+    const Bf16Rows rows(sh.n, sh.da, sh.db, sh.dv, rng);
+    const auto &ka = rows.ka, &kb = rows.kb, &v = rows.v;
+    const auto &ha = rows.ha, &hb = rows.hb, &hv = rows.hv;
     const std::vector<int64_t> lim = SpreadLimits(sh.m, sh.n);
     const int64_t ldm = (sh.n + 63) / 64;
     const std::vector<uint64_t> mask = HalfMasks(sh.m, sh.n, rng);
@@ -218,18 +232,85 @@ TEST(AttentionKernels, AttendRowsOverBf16RowsEqualsTheWidenedRows) {
         const KernelTable* kt = &WithGemmActivations(*base, act);
         const uint64_t* mk = masked ? mask.data() : nullptr;
         std::vector<float> want(sh.m * sh.dv, std::numeric_limits<float>::quiet_NaN());
-        std::vector<float> got(want), scratch(AttendRowsScratch(sh.m));
+        std::vector<float> got(want), scratch(AttendRowsScratch(sh.m, sh.dv));
         kt->attend_rows(q.data(), sh.da + sh.db, q.data() + sh.da, sh.da + sh.db, sh.m, sh.da,
                         sh.db, ka.data(), kb.data(), v.data(), sh.dv, sh.n, lim.data(), mk, ldm,
-                        0.1f, scratch.data(), want.data(), sh.dv);
+                        0.1f, scratch.data(), want.data(), sh.dv, nullptr);
         kt->attend_rows_bf16(q.data(), sh.da + sh.db, q.data() + sh.da, sh.da + sh.db, sh.m, sh.da,
                              sh.db, ha.data(), hb.data(), hv.data(), sh.dv, sh.n, lim.data(), mk,
-                             ldm, 0.1f, scratch.data(), got.data(), sh.dv);
+                             ldm, 0.1f, scratch.data(), got.data(), sh.dv, nullptr);
         for (float x : got) ASSERT_TRUE(std::isfinite(x)) << KernelLevelName(kt->level);
         ASSERT_EQ(got, want) << KernelLevelName(kt->level) << " m=" << sh.m << " da=" << sh.da
                              << " masked=" << masked
                              << " bf16 activations=" << (act == GemmActivations::kBf16)
                              << " seed=" << seed;
+      }
+    }
+  }
+}
+
+// A key set attended in parts (keys [j·kAttendSegment, (j + 1)·kAttendSegment), each call with
+// stats) and the parts combined by attend_combine gives the bits of one call over every key, at
+// every level, over fp32 and bf16 rows, with and without masks: a query's keys split between
+// threads give the output of the query attended alone. Row 0 attends no key of part 1 (its
+// part is empty, max -inf) and row 1 only key 0 of the set.
+TEST(AttentionKernels, PartsCombinedEqualOneCallOverEveryKey) {
+  const uint32_t seed = FreshSeed();
+  std::mt19937 rng(seed);
+  constexpr int64_t G = kAttendSegment;
+  struct Shape {
+    int64_t m, da, db, dv, n;
+  };
+  for (const Shape& sh : {Shape{16, 512, 64, 512, 3 * G - 37}, Shape{5, 37, 11, 29, 2 * G},
+                          Shape{3, 24, 8, 40, G + 1}, Shape{4, 20, 4, 16, G}}) {
+    const int64_t ldq = sh.da + sh.db;
+    const auto q = Randn(sh.m * ldq, rng);
+    const Bf16Rows rows(sh.n, sh.da, sh.db, sh.dv, rng);
+    const auto &ka = rows.ka, &kb = rows.kb, &v = rows.v;
+    const auto &ha = rows.ha, &hb = rows.hb, &hv = rows.hv;
+    const int64_t ldm = (sh.n + 63) / 64;
+    std::vector<uint64_t> mask = HalfMasks(sh.m, sh.n, rng);
+    for (int64_t t = G; t < std::min(2 * G, sh.n); ++t) mask[t / 64] &= ~(uint64_t{1} << (t % 64));
+    if (sh.m > 1) {
+      std::fill(mask.begin() + ldm, mask.begin() + 2 * ldm, 0);
+      mask[ldm] = 1;
+    }
+    const int64_t n_parts = (sh.n + G - 1) / G;
+    for (const KernelTable* kt : Levels()) {
+      for (const bool masked : {false, true}) {
+        for (const bool bf16 : {false, true}) {
+          auto attend = [&](int64_t k0, int64_t n, float* out, int64_t ldo, float* stats) {
+            std::vector<float> scratch(AttendRowsScratch(sh.m, sh.dv));
+            const uint64_t* mk = masked ? mask.data() + k0 / 64 : nullptr;
+            if (bf16) {
+              kt->attend_rows_bf16(q.data(), ldq, q.data() + sh.da, ldq, sh.m, sh.da, sh.db,
+                                   ha.data() + k0, hb.data() + k0, hv.data() + k0, sh.dv, n,
+                                   nullptr, mk, ldm, 0.1f, scratch.data(), out, ldo, stats);
+            } else {
+              kt->attend_rows(q.data(), ldq, q.data() + sh.da, ldq, sh.m, sh.da, sh.db,
+                              ka.data() + k0, kb.data() + k0, v.data() + k0, sh.dv, n, nullptr, mk,
+                              ldm, 0.1f, scratch.data(), out, ldo, stats);
+            }
+          };
+          const float nan = std::numeric_limits<float>::quiet_NaN();
+          std::vector<float> want(sh.m * sh.dv, nan), got(want);
+          attend(0, sh.n, want.data(), sh.dv, nullptr);
+          std::vector<float> parts(n_parts * sh.m * sh.dv, nan), stats(n_parts * sh.m * 2, nan);
+          std::vector<const float*> pp(n_parts), ps(n_parts);
+          for (int64_t j = 0; j < n_parts; ++j) {
+            pp[j] = parts.data() + j * sh.m * sh.dv, ps[j] = stats.data() + j * sh.m * 2;
+            attend(j * G, std::min(G, sh.n - j * G), parts.data() + j * sh.m * sh.dv, sh.dv,
+                   stats.data() + j * sh.m * 2);
+          }
+          kt->attend_combine(sh.m, sh.dv, n_parts, pp.data(), sh.dv, ps.data(), got.data(), sh.dv);
+          for (float x : want) ASSERT_TRUE(std::isfinite(x)) << KernelLevelName(kt->level);
+          ASSERT_EQ(got, want) << KernelLevelName(kt->level) << " n=" << sh.n
+                               << " masked=" << masked << " bf16=" << bf16 << " seed=" << seed;
+          if (masked && n_parts > 1) {
+            EXPECT_EQ(stats[sh.m * 2], -std::numeric_limits<float>::infinity())
+                << "row 0 attends no key of part 1";
+          }
+        }
       }
     }
   }

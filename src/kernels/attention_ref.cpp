@@ -14,34 +14,80 @@ namespace mx {
 
 namespace ref {
 
-// Each row on its own: every score, one softmax, the weighted sum of values.
+namespace {
+
+// Folds part a (max pm, denominator ps) into the running row o (max *mx, denominator *sum), the
+// rule attention_simd.inc's CombinePart applies (a part that attended no key changes nothing).
+void CombineRow(int64_t dv, float* o, float* mx, float* sum, const float* a, float pm, float ps) {
+  if (pm == -std::numeric_limits<float>::infinity()) return;
+  if (*mx == -std::numeric_limits<float>::infinity()) {
+    std::copy(a, a + dv, o);
+    *mx = pm, *sum = ps;
+    return;
+  }
+  const float nm = std::max(*mx, pm), co = std::exp(*mx - nm), ca = std::exp(pm - nm);
+  for (int64_t d = 0; d < dv; ++d) o[d] = std::fma(a[d], ca, o[d] * co);
+  *sum = std::fma(ps, ca, *sum * co);
+  *mx = nm;
+}
+
+}  // namespace
+
+// Each row on its own, each segment of kAttendSegment keys on its own (its scores, their
+// softmax, the weighted sum of values), the segments folded in order by CombineRow.
 void AttendRows(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb, int64_t m, int64_t da,
                 int64_t db, const float* const* ka, const float* const* kb, const float* const* v,
                 int64_t dv, int64_t n, const int64_t* lim, const uint64_t* mask, int64_t ldm,
-                float scale, float* /*scratch*/, float* out, int64_t ldo) {
-  std::vector<float> s(n);
+                float scale, float* /*scratch*/, float* out, int64_t ldo, float* stats) {
+  constexpr float kNinf = -std::numeric_limits<float>::infinity();
+  std::vector<float> s(kAttendSegment), part(dv);
   for (int64_t i = 0; i < m; ++i) {
     const int64_t ni = lim == nullptr ? n : lim[i];
     const float* a = qa + i * ldqa;
     const float* b = qb + i * ldqb;
-    float mx = -std::numeric_limits<float>::infinity();
     auto on = [&](int64_t t) {
       return mask == nullptr || (mask[i * ldm + t / 64] >> (t % 64) & 1);
     };
-    for (int64_t t = 0; t < ni; ++t) {
-      if (!on(t)) continue;
-      float acc = 0.0f;
-      for (int64_t d = 0; d < da; ++d) acc += a[d] * ka[t][d];
-      for (int64_t d = 0; d < db; ++d) acc += b[d] * kb[t][d];
-      s[t] = acc * scale;
-      mx = std::max(mx, s[t]);
-    }
-    float sum = 0.0f;
-    for (int64_t t = 0; t < ni; ++t) sum += (s[t] = on(t) ? std::exp(s[t] - mx) : 0.0f);
     float* o = out + i * ldo;
     std::fill(o, o + dv, 0.0f);
-    for (int64_t t = 0; t < ni; ++t) {
-      for (int64_t d = 0; d < dv; ++d) o[d] += s[t] * v[t][d];
+    float gmx = kNinf, gsum = 0.0f;
+    for (int64_t g0 = 0; g0 < ni; g0 += kAttendSegment) {
+      const int64_t g1 = std::min(g0 + kAttendSegment, ni);
+      float mx = kNinf;
+      for (int64_t t = g0; t < g1; ++t) {
+        if (!on(t)) continue;
+        float acc = 0.0f;
+        for (int64_t d = 0; d < da; ++d) acc += a[d] * ka[t][d];
+        for (int64_t d = 0; d < db; ++d) acc += b[d] * kb[t][d];
+        s[t - g0] = acc * scale;
+        mx = std::max(mx, s[t - g0]);
+      }
+      float sum = 0.0f;
+      for (int64_t t = g0; t < g1; ++t) {
+        sum += (s[t - g0] = on(t) && mx != kNinf ? std::exp(s[t - g0] - mx) : 0.0f);
+      }
+      std::fill(part.begin(), part.end(), 0.0f);
+      for (int64_t t = g0; t < g1; ++t) {
+        for (int64_t d = 0; d < dv; ++d) part[d] += s[t - g0] * v[t][d];
+      }
+      CombineRow(dv, o, &gmx, &gsum, part.data(), mx, sum);
+    }
+    if (stats != nullptr) {
+      stats[2 * i] = gmx, stats[2 * i + 1] = gsum;
+    } else {
+      for (int64_t d = 0; d < dv; ++d) o[d] /= gsum;
+    }
+  }
+}
+
+void AttendCombine(int64_t m, int64_t dv, int64_t n_parts, const float* const* parts, int64_t ldp,
+                   const float* const* stats, float* out, int64_t ldo) {
+  for (int64_t i = 0; i < m; ++i) {
+    float* o = out + i * ldo;
+    std::fill(o, o + dv, 0.0f);
+    float mx = -std::numeric_limits<float>::infinity(), sum = 0.0f;
+    for (int64_t j = 0; j < n_parts; ++j) {
+      CombineRow(dv, o, &mx, &sum, parts[j] + i * ldp, stats[j][2 * i], stats[j][2 * i + 1]);
     }
     for (int64_t d = 0; d < dv; ++d) o[d] /= sum;
   }
@@ -52,7 +98,7 @@ void AttendRowsBf16(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb
                     int64_t da, int64_t db, const uint16_t* const* ka, const uint16_t* const* kb,
                     const uint16_t* const* v, int64_t dv, int64_t n, const int64_t* lim,
                     const uint64_t* mask, int64_t ldm, float scale, float* scratch, float* out,
-                    int64_t ldo) {
+                    int64_t ldo, float* stats) {
   const int64_t w = da + db + dv;
   std::vector<float> rows(n * w);
   std::vector<const float*> pa(n), pb(n), pv(n);
@@ -64,7 +110,7 @@ void AttendRowsBf16(const float* qa, int64_t ldqa, const float* qb, int64_t ldqb
     pa[t] = r, pb[t] = r + da, pv[t] = r + da + db;
   }
   AttendRows(qa, ldqa, qb, ldqb, m, da, db, pa.data(), pb.data(), pv.data(), dv, n, lim, mask, ldm,
-             scale, scratch, out, ldo);
+             scale, scratch, out, ldo, stats);
 }
 
 void IndexerScores(const float* q, const float* w, int64_t hi, int64_t di, const float* panels,

@@ -83,6 +83,7 @@ constexpr KernelTable kRefFp32 = {
     .gemm_mxfp4 = ref::GemmMxfp4,
     .attend_rows = ref::AttendRows,
     .attend_rows_bf16 = ref::AttendRowsBf16,
+    .attend_combine = ref::AttendCombine,
     .indexer_scores = ref::IndexerScores,
     .indexer_scores_bf16 = ref::IndexerScoresBf16,
     .topk_set = ref::TopKSet,
@@ -104,6 +105,7 @@ constexpr KernelTable kRefBf16 = {
     .gemm_mxfp4 = ref::GemmMxfp4,
     .attend_rows = ref::AttendRows,
     .attend_rows_bf16 = ref::AttendRowsBf16,
+    .attend_combine = ref::AttendCombine,
     .indexer_scores = ref::IndexerScores,
     .indexer_scores_bf16 = ref::IndexerScoresBf16,
     .topk_set = ref::TopKSet,
@@ -125,6 +127,7 @@ constexpr KernelTable kAvx2Fp32 = {
     .gemm_mxfp4 = avx2::GemmMxfp4,
     .attend_rows = avx2::AttendRows,
     .attend_rows_bf16 = avx2::AttendRowsBf16,
+    .attend_combine = avx2::AttendCombine,
     .indexer_scores = avx2::IndexerScores,
     .indexer_scores_bf16 = avx2::IndexerScoresBf16,
     .topk_set = RadixTopKSet,
@@ -146,6 +149,7 @@ constexpr KernelTable kAvx2Bf16 = {
     .gemm_mxfp4 = avx2::GemmMxfp4,
     .attend_rows = avx2::AttendRows,
     .attend_rows_bf16 = avx2::AttendRowsBf16,
+    .attend_combine = avx2::AttendCombine,
     .indexer_scores = avx2::IndexerScores,
     .indexer_scores_bf16 = avx2::IndexerScoresBf16,
     .topk_set = RadixTopKSet,
@@ -168,6 +172,7 @@ constexpr KernelTable kAvx512Fp32 = {
     .gemm_mxfp4 = avx512::GemmMxfp4,
     .attend_rows = avx512::AttendRows,
     .attend_rows_bf16 = avx512::AttendRowsBf16,
+    .attend_combine = avx512::AttendCombine,
     .indexer_scores = avx512::IndexerScores,
     .indexer_scores_bf16 = avx512::IndexerScoresBf16,
     .topk_set = RadixTopKSet,
@@ -189,6 +194,7 @@ constexpr KernelTable kAvx512Bf16 = {
     .gemm_mxfp4 = avx512::GemmMxfp4,
     .attend_rows = avx512::AttendRows,
     .attend_rows_bf16 = avx512::AttendRowsBf16,
+    .attend_combine = avx512::AttendCombine,
     .indexer_scores = avx512::IndexerScores,
     .indexer_scores_bf16 = avx512::IndexerScoresBf16,
     .topk_set = RadixTopKSet,
@@ -212,6 +218,7 @@ constexpr KernelTable kAvx512DotFp32 = {
     .gemm_mxfp4 = avx512::GemmMxfp4,
     .attend_rows = avx512::AttendRows,
     .attend_rows_bf16 = avx512::AttendRowsBf16,
+    .attend_combine = avx512::AttendCombine,
     .indexer_scores = avx512::IndexerScores,
     .indexer_scores_bf16 = avx512::IndexerScoresBf16,
     .topk_set = RadixTopKSet,
@@ -235,6 +242,7 @@ constexpr KernelTable kAvx512DotBf16 = {
     .gemm_mxfp4 = avx512::GemmMxfp4,
     .attend_rows = avx512::AttendRows,
     .attend_rows_bf16 = avx512::AttendRowsBf16,
+    .attend_combine = avx512::AttendCombine,
     .indexer_scores = avx512::IndexerScores,
     .indexer_scores_bf16 = avx512::IndexerScoresBf16,
     .topk_set = RadixTopKSet,
@@ -427,14 +435,14 @@ std::string KernelSelfTest(const KernelTable& t) {
       ka[i] = kv.data() + i * (da + db + dv), kb[i] = ka[i] + da, vv[i] = kb[i] + db;
     }
     const std::vector<int64_t> lim = {1, 33, 64, 65, 70};
-    std::vector<float> scratch(AttendRowsScratch(kRows));
+    std::vector<float> scratch(AttendRowsScratch(kRows, dv));
     const std::vector<uint64_t> even(kRows * 2, 0x5555555555555555ull);  // keys 0, 2, 4, ...
     for (const uint64_t* mask : {static_cast<const uint64_t*>(nullptr), even.data()}) {
       if (!run2(
               [&](const KernelTable& kt, std::vector<float>& y) {
                 kt.attend_rows(q.data(), da + db, q.data() + da, da + db, kRows, da, db, ka.data(),
                                kb.data(), vv.data(), dv, kKeys, lim.data(), mask, 2, 2.0f,
-                               scratch.data(), y.data(), dv);
+                               scratch.data(), y.data(), dv, nullptr);
               },
               std::vector<float>(kRows * dv, nan), std::vector<float>(kRows * dv, nan))) {
         return "attend_rows";

@@ -81,14 +81,21 @@ struct KernelTable {
   // The rows are a query's heads over its selected rows (absorbed MLA: MQA) or one head's
   // queries over a causal prefix (expanded MLA, lim = position + 1). With a mask, row i attends
   // only the keys whose bit t (word t/64, bit t%64) of mask + i·ldm is set (DSA's top-k set
-  // over a dense prefix). `scratch` holds AttendRowsScratch(m) floats.
-  // REQUIRES: 1 <= lim[i] <= n; every row attends at least one key; out aliases no input.
+  // over a dense prefix). `scratch` holds AttendRowsScratch(m, dv) floats. With `stats` the
+  // call is a part (keys in segments of kAttendSegment, attention_kernels.h): out is left
+  // unnormalized, stats[2i] = row i's max score (-inf when it attended no key), stats[2i + 1]
+  // its denominator, for attend_combine.
+  // REQUIRES: 1 <= lim[i] <= n; without stats every row attends at least one key; out aliases
+  // no input.
   AttendRowsFn attend_rows = nullptr;
   // attend_rows over bf16 rows (a bf16 KV cache read in place): the same bits as attend_rows
   // over the rows widened to fp32, in every table. note: a vdpbf16ps form with the query and
   // probabilities in three exact bf16 parts ran at 0.7x these fp32 FMAs over rows widened as
   // they load (Zen 5, kernels_bench BM_AttendRowsBf16, 2026-12-07) and was removed.
   AttendRowsBf16Fn attend_rows_bf16 = nullptr;
+  // The parts of attend_rows over consecutive segments of a key set, in key order, combined as
+  // one call over all of them would: the same bits, in every table.
+  AttendCombineFn attend_combine = nullptr;
   // The DSA indexer's scores of one query over n keys in panels (attention_kernels.h):
   //   out[t] = Σ_h w[h] · max(scale · q[h, Di]·k_t, 0), heads summed in order.
   IndexerScoresFn indexer_scores = nullptr;

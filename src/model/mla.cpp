@@ -35,6 +35,12 @@ namespace {
 // attention of a real-width 2,048-token prefill 0.87x its time at 32 (model_bench, 2026-12-07).
 constexpr int64_t kQueryTile = 64;
 
+// Absorbed attention's unit of work: keys [k0, k0 + n) of a query's attended keys; `parts` is
+// the query's count of such units (1: the whole key set).
+struct KeyPart {
+  int64_t query, k0, n, parts;
+};
+
 struct MlaScratch {
   std::vector<float> o;                // [T, H·Dv]
   std::vector<float> kv;               // [T, Rkv+Dr] MlaProject
@@ -57,6 +63,12 @@ struct MlaScratch {
   std::vector<int64_t> w_lim;
   std::vector<const uint16_t*> w_ptr16;  // per worker: index_topk key pointers into the cache
   std::vector<int64_t> w_pos;            // per worker: index_topk selected positions
+  // Absorbed: the units of work, and per unit of a query in several parts and head, the part's
+  // unnormalized output [Rkv] and its max and denominator.
+  std::vector<KeyPart> units;
+  std::vector<float> parts;
+  std::vector<float> part_stats;
+  std::vector<const float*> part_ptr;  // per unit its parts' rows, then its stats
 };
 
 MlaScratch& MlaBuffers() {
@@ -147,7 +159,7 @@ int64_t FormCost(const LayerContext& ctx, const int32_t* topk, int64_t heads, in
   return heads * ((ctx.pos[r1 - 1] + 1) * Rkv * (Dn + Dv) + prefix * (Dn + Dr + Dv));
 }
 
-// Worker buffers: kernel scratch for m rows, 3 pointer arrays of n, m limits.
+// Worker buffers: kernel scratch for m rows of dv values, 3 pointer arrays of n, m limits.
 struct WorkerBufs {
   float* scratch;
   const float** ka;
@@ -156,15 +168,15 @@ struct WorkerBufs {
   int64_t* lim;
 };
 
-WorkerBufs Worker(MlaScratch& s, int worker, int64_t m, int64_t n) {
-  const int64_t fs = AttendRowsScratch(m);
+WorkerBufs Worker(MlaScratch& s, int worker, int64_t m, int64_t n, int64_t dv) {
+  const int64_t fs = AttendRowsScratch(m, dv);
   return {s.w_scratch.data() + worker * fs, s.w_ptr.data() + worker * 3 * n,
           s.w_ptr.data() + worker * 3 * n + n, s.w_ptr.data() + worker * 3 * n + 2 * n,
           s.w_lim.data() + worker * m};
 }
 
-void ReserveWorkers(MlaScratch& s, int workers, int64_t m, int64_t n) {
-  Grow(s.w_scratch, workers * AttendRowsScratch(m));
+void ReserveWorkers(MlaScratch& s, int workers, int64_t m, int64_t n, int64_t dv) {
+  Grow(s.w_scratch, workers * AttendRowsScratch(m, dv));
   Grow(s.w_ptr, workers * 3 * n);
   Grow(s.w_lim, workers * m);
 }
@@ -260,9 +272,9 @@ void AttendExpanded(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   // positions, 201 MB per pass), tiles in zig-zag order (early tiles attend fewer keys), taken
   // one at a time by whichever thread is free.
   const int64_t n_tiles = (m + kQueryTile - 1) / kQueryTile;
-  ReserveWorkers(s, ctx.pool.size(), kQueryTile, U);
+  ReserveWorkers(s, ctx.pool.size(), kQueryTile, U, Dv);
   ctx.pool.parallel_for_dynamic(0, n_tiles * H, 1, [&](int64_t lo, int64_t hi, int worker) {
-    const WorkerBufs b = Worker(s, worker, kQueryTile, U);
+    const WorkerBufs b = Worker(s, worker, kQueryTile, U, Dv);
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t z = task % n_tiles, h = task / n_tiles;
       const int64_t tile = z % 2 == 0 ? z / 2 : n_tiles - 1 - z / 2;
@@ -277,7 +289,7 @@ void AttendExpanded(const LayerContext& ctx, const AttentionWeights& w, int64_t 
       const float* qh = q + ((r0 + i0) * H + h) * Dq;
       ctx.kt.attend_rows(qh, H * Dq, qh + Dn, H * Dq, i1 - i0, Dn, Dr, b.ka, b.kb, b.v, Dv, n,
                          b.lim, mask == nullptr ? nullptr : mask + i0 * ldm, ldm, scale, b.scratch,
-                         o + (i0 * H + h) * Dv, H * Dv);
+                         o + (i0 * H + h) * Dv, H * Dv, nullptr);
     }
   });
 }
@@ -328,36 +340,65 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
     }
     S = U;
   }
-  // Tasks (query, head block), queries in zig-zag order; few queries split the heads so every
-  // worker has work.
+  // Tasks (query, key part, head block), queries in zig-zag order. Fewer queries than workers
+  // split their keys into parts of kAttendSegment, folded by attend_combine into the bits of one
+  // call (a query's output does not depend on how it was batched), so each worker reads only
+  // its part of the attended rows; then, if there are still fewer parts than workers, the heads.
   const int64_t workers = ctx.pool.size();
-  const int64_t n_blocks = m >= workers ? 1 : std::min<int64_t>(H, (workers + m - 1) / m);
-  const int64_t hb = (H + n_blocks - 1) / n_blocks;
   const int64_t K = c.index_topk;
-  ReserveWorkers(s, ctx.pool.size(), hb, K);
+  const bool split = m < workers;
+  s.units.clear();
+  for (int64_t z = 0; z < m; ++z) {
+    const int64_t i = z % 2 == 0 ? z / 2 : m - 1 - z / 2;  // zig-zag: dense rows grow in cost
+    int64_t n = 0;
+    if (IsSparse(ctx, topk, r0 + i)) {
+      ForSelected(ctx, topk, r0 + i, [&](int64_t) { ++n; });
+    } else {
+      n = ctx.pos[r0 + i] + 1;
+    }
+    MX_CHECK_GT(n, 0);
+    const int64_t step = split ? kAttendSegment : n, parts = (n + step - 1) / step;
+    for (int64_t k0 = 0; k0 < n; k0 += step)
+      s.units.push_back({i, k0, std::min(step, n - k0), parts});
+  }
+  const auto n_units = static_cast<int64_t>(s.units.size());
+  const int64_t n_blocks =
+      n_units >= workers
+          ? 1
+          : std::min<int64_t>(H, (workers + n_units - 1) / std::max<int64_t>(n_units, 1));
+  const int64_t hb = (H + n_blocks - 1) / n_blocks;
+  // A query in one part is written straight into o_lat, parts into s.parts first.
+  float* parts = split ? Grow(s.parts, n_units * H * Rkv) : nullptr;
+  float* part_stats = split ? Grow(s.part_stats, n_units * H * 2) : nullptr;
+  ReserveWorkers(s, ctx.pool.size(), hb, K, Rkv);
   Grow(s.w_ptr16, workers * 2 * K);
   Grow(s.w_pos, workers * K);
-  ctx.pool.parallel_for_dynamic(0, m * n_blocks, 1, [&](int64_t lo, int64_t hi, int worker) {
-    const WorkerBufs b = Worker(s, worker, hb, K);
+  ctx.pool.parallel_for_dynamic(0, n_units * n_blocks, 1, [&](int64_t lo, int64_t hi, int worker) {
+    const WorkerBufs b = Worker(s, worker, hb, K, Rkv);
     const uint16_t** ka16 = s.w_ptr16.data() + worker * 2 * K;
     int64_t* sel = s.w_pos.data() + worker * K;
     for (int64_t task = lo; task < hi; ++task) {
-      const int64_t z = task / n_blocks, h0 = (task % n_blocks) * hb, h1 = std::min(H, h0 + hb);
-      const int64_t i = z % 2 == 0 ? z / 2 : m - 1 - z / 2;  // zig-zag: dense rows grow in cost
+      const int64_t u = task / n_blocks, h0 = (task % n_blocks) * hb, h1 = std::min(H, h0 + hb);
+      const KeyPart& part = s.units[u];
+      const int64_t i = part.query, k0 = part.k0, n = part.n;
       if (h0 >= h1) continue;
       const bool sparse = IsSparse(ctx, topk, r0 + i);
-      int64_t n = 0;
       if (sparse) {
-        ForSelected(ctx, topk, r0 + i, [&](int64_t t) { sel[n++] = t; });
-      } else {
-        n = ctx.pos[r0 + i] + 1;
+        int64_t j = 0;
+        ForSelected(ctx, topk, r0 + i, [&](int64_t t) {
+          if (j >= k0 && j < k0 + n) sel[j - k0] = t;
+          ++j;
+        });
       }
       const float* qa = q_lat + (h0 * m + i) * Rkv;
       const float* qb = q + ((r0 + i) * H + h0) * Dq + Dn;
-      float* out = o_lat + (h0 * m + i) * Rkv;
+      const bool one = part.parts == 1;
+      float* out = one ? o_lat + (h0 * m + i) * Rkv : parts + (u * H + h0) * Rkv;
+      const int64_t ldo = one ? m * Rkv : Rkv;
+      float* stats = one ? nullptr : part_stats + (u * H + h0) * 2;
       if (in_place) {
-        const uint16_t* const* ka = shared16;
-        const uint16_t* const* kb = shared16 + S;
+        const uint16_t* const* ka = shared16 + k0;
+        const uint16_t* const* kb = shared16 + S + k0;
         if (sparse) {
           MX_CHECK(ctx.kv.MlaRowsBf16(g.seq, layer, {sel, static_cast<size_t>(n)}, ka16));
           for (int64_t j = 0; j < n; ++j) ka16[K + j] = ka16[j] + Rkv;
@@ -365,11 +406,11 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
           kb = ka16 + K;
         }
         ctx.kt.attend_rows_bf16(qa, m * Rkv, qb, Dq, h1 - h0, Rkv, Dr, ka, kb, ka, Rkv, n, nullptr,
-                                nullptr, 0, scale, b.scratch, out, m * Rkv);
+                                nullptr, 0, scale, b.scratch, out, ldo, stats);
         continue;
       }
-      const float* const* ka = shared;
-      const float* const* kb = shared + S;
+      const float* const* ka = shared + k0;
+      const float* const* kb = shared + S + k0;
       if (sparse) {
         for (int64_t j = 0; j < n; ++j) {
           b.ka[j] = rows + slot[sel[j]] * W;
@@ -379,9 +420,25 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
         kb = b.kb;
       }
       ctx.kt.attend_rows(qa, m * Rkv, qb, Dq, h1 - h0, Rkv, Dr, ka, kb, ka, Rkv, n, nullptr,
-                         nullptr, 0, scale, b.scratch, out, m * Rkv);
+                         nullptr, 0, scale, b.scratch, out, ldo, stats);
     }
   });
+  // Each query in several parts: its heads' parts folded in key order into o_lat.
+  if (split) {
+    const float** p = Grow(s.part_ptr, 2 * n_units);
+    for (int64_t u = 0; u < n_units; ++u) {
+      p[u] = parts + u * H * Rkv;
+      p[n_units + u] = part_stats + u * H * 2;
+    }
+    ctx.pool.parallel_for(0, n_units, [&](int64_t lo, int64_t hi, int) {
+      for (int64_t u = lo; u < hi; ++u) {
+        const KeyPart& k = s.units[u];
+        if (k.parts == 1 || (u > 0 && s.units[u - 1].query == k.query)) continue;
+        ctx.kt.attend_combine(H, Rkv, k.parts, p + u, Rkv, p + n_units + u, o_lat + k.query * Rkv,
+                              m * Rkv);
+      }
+    });
+  }
   // o[h] [m, Dv] = o_lat[h] · W_UVᵀ, one GEMM per head, straight into o's head columns.
   PerHeadGemm(ctx, KvBKernels(ctx), o_lat, Rkv, m * Rkv, m, w.kv_b_proj, Dn, Dkv, Dv, o, H * Dv, Dv,
               s.oh);
