@@ -5,14 +5,17 @@
 // keys kept as panels (KvStore::IndexerPanelsBf16, indexer_scores_bf16).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "base/thread_pool.h"
 #include "kernels/attention_kernels.h"
 #include "kernels/kernels.h"
 #include "kv/paged_kv_store.h"
+#include "model/kv_store.h"
 #include "model/model.h"
 #include "model/model_test_util.h"
 
@@ -93,6 +96,61 @@ TEST(PagedInPlace, Bf16RowsInPlaceGiveTheWidenedRowsBits) {
       const std::vector<float> b = Forward(m, widened, ids, *kt, pool);
       ASSERT_EQ(a.size(), ids.size() * m.config().vocab_size);
       EXPECT_EQ(a, b) << KernelLevelName(l) << " page " << kPage;
+    }
+}
+
+// Decode steps over more than kAttendSegment keys give the same bits on 1, 2 and 3 threads: with
+// fewer query rows than threads the absorbed attention splits a query's keys between them
+// (attend_combine) and the indexer its key panels. Both stores: a bf16 paged one (rows attended
+// and panels scored in place; pages of 16 in a shuffled table) and an fp32 one (rows read and
+// widened first). 1,100 random tokens, index_topk 600 (sparse rows: 600 keys in two parts) and
+// dense attention (every position: three parts).
+TEST(PagedInPlace, LongDecodeIsTheSameBitsOnAnyThreadCount) {
+  auto loaded =
+      Model::Load(TestCheckpointDir("tiny-glm52"), [](ModelConfig& c) { c.index_topk = 600; });
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const Model& m = **loaded;
+  const int64_t V = m.config().vocab_size;
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(V) - 1);
+  std::vector<int32_t> ids(1100);
+  for (auto& t : ids) t = tok(rng);
+  const auto n = static_cast<int64_t>(ids.size());
+  constexpr int64_t kPage = 16, kPages = 72;
+  std::vector<int32_t> table(kPages);
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), rng);
+  for (const bool paged : {true, false})
+    for (const bool dense : {false, true}) {
+      ForwardOptions o;
+      o.dense_attention = dense;
+      std::vector<std::vector<float>> got;
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        PagedKvStore pages(m.config(), kPage, kPages, KvCacheDtype::kBf16);
+        pages.PageTable(0) = table;
+        ContiguousKvStore rows(m.config(), n);
+        rows.AddSequence();
+        KvStore& kv = paged ? static_cast<KvStore&>(pages) : rows;
+        std::vector<float> logits;
+        for (int64_t b = 0; b < n;) {  // the prompt in one pass, then one token per step
+          const int64_t e = b == 0 ? n - 2 : b + 1;
+          ForwardBatch batch;
+          batch.seqs.push_back({0, b, {ids.begin() + b, ids.begin() + e}, {}});
+          auto out = m.Forward(batch, o, kv, SelectKernels(), pool);
+          ASSERT_TRUE(out.ok()) << out.status().ToString();
+          if (b > 0) logits.insert(logits.end(), out->logits.begin(), out->logits.end());
+          b = e;
+        }
+        ASSERT_EQ(static_cast<int64_t>(logits.size()), 2 * V);
+        for (float x : logits) ASSERT_TRUE(std::isfinite(x));
+        got.push_back(std::move(logits));
+      }
+      const std::string what = std::string(paged ? "paged bf16" : "fp32 rows") +
+                               (dense ? ", dense" : ", sparse") + ", seed=" + std::to_string(seed);
+      EXPECT_EQ(got[1], got[0]) << "2 threads, " << what;
+      EXPECT_EQ(got[2], got[0]) << "3 threads, " << what;
     }
 }
 

@@ -125,21 +125,37 @@ void IndexerTopK(const LayerContext& ctx, const IndexerWeights& w, int64_t layer
       });
     float* scores = Grow(s.scores, workers * S);
     int32_t* tk_scratch = Grow(s.topk_scratch, workers * TopKSetScratch(S));
+    auto score = [&](int64_t r, int64_t p0, int64_t p1, float* sc) {  // panels [p0, p1) of row r
+      const int64_t t0 = p0 * kIndexerPanel, n = std::min(ctx.pos[r] + 1, p1 * kIndexerPanel) - t0;
+      if (bf16_panels) {
+        ctx.kt.indexer_scores_bf16(qi + r * Hi * Di, hw + r * Hi, Hi, Di, in_place + p0, n,
+                                   dot_scale, sc + t0);
+      } else {
+        ctx.kt.indexer_scores(qi + r * Hi * Di, hw + r * Hi, Hi, Di,
+                              panels + p0 * kIndexerPanel * Di, n, dot_scale, sc + t0);
+      }
+    };
+    const int64_t n_scored = g.end - first_scored;
+    if (n_scored < workers) {
+      // Fewer rows than threads (a decode step): each row's keys split between the threads by
+      // panels (a key's score does not depend on its neighbours: the same bits), then its top-k.
+      for (int64_t r = first_scored; r < g.end; ++r) {
+        const int64_t row_panels = (ctx.pos[r] + 1 + kIndexerPanel - 1) / kIndexerPanel;
+        ctx.pool.parallel_for(0, row_panels,
+                              [&](int64_t lo, int64_t hi, int) { score(r, lo, hi, scores); });
+        ctx.kt.topk_set(scores, ctx.pos[r] + 1, K, topk + r * K, tk_scratch);
+      }
+      continue;
+    }
     // Rows in zig-zag order (row j's cost grows with its position), 4 at a time to whichever
     // thread is free.
-    const int64_t n_scored = g.end - first_scored;
     ctx.pool.parallel_for_dynamic(0, n_scored, 4, [&](int64_t lo, int64_t hi, int worker) {
       float* sc = scores + worker * S;
       int32_t* ts = tk_scratch + worker * TopKSetScratch(S);
       for (int64_t j = lo; j < hi; ++j) {
         const int64_t r = first_scored + (j % 2 == 0 ? j / 2 : n_scored - 1 - j / 2);
         const int64_t n = ctx.pos[r] + 1;
-        if (bf16_panels) {
-          ctx.kt.indexer_scores_bf16(qi + r * Hi * Di, hw + r * Hi, Hi, Di, in_place, n, dot_scale,
-                                     sc);
-        } else {
-          ctx.kt.indexer_scores(qi + r * Hi * Di, hw + r * Hi, Hi, Di, panels, n, dot_scale, sc);
-        }
+        score(r, 0, (n + kIndexerPanel - 1) / kIndexerPanel, sc);
         ctx.kt.topk_set(sc, n, K, topk + r * K, ts);
       }
     });

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <random>
 
 #include "kernels/kernels.h"
 #include "model/model.h"
@@ -225,49 +224,6 @@ INSTANTIATE_TEST_SUITE_P(Checkpoints, EquivalenceTest, ::testing::Values("tiny",
                          [](const auto& info) {
                            return std::string(info.param == "tiny" ? "tiny" : "tiny_glm52");
                          });
-
-// Decode steps over more than kAttendSegment keys give the same bits on 1, 2 and 3 threads:
-// with fewer query rows than threads the absorbed attention splits a query's keys between them
-// and combines the parts (attend_combine), which must equal the one call a lone thread makes.
-// 1,100 random tokens, index_topk 600: the sparse rows' 600 selected keys in two parts; with
-// dense attention every position, three parts.
-TEST(ModelThreads, LongDecodeIsTheSameBitsOnAnyThreadCount) {
-  auto loaded =
-      Model::Load(TestCheckpointDir("tiny-glm52"), [](ModelConfig& c) { c.index_topk = 600; });
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  const Model& m = **loaded;
-  const int64_t V = m.config().vocab_size;
-  const uint32_t seed = std::random_device{}();
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(V) - 1);
-  std::vector<int32_t> ids(1100);
-  for (auto& t : ids) t = tok(rng);
-  const auto n = static_cast<int64_t>(ids.size());
-  for (const bool dense : {false, true}) {
-    ForwardOptions o;
-    o.dense_attention = dense;
-    std::vector<std::vector<float>> got;
-    for (int threads : {1, 2, 3}) {
-      ThreadPool pool(threads);
-      ContiguousKvStore kv(m.config(), n);
-      ForwardBatch pre;
-      pre.seqs.push_back({kv.AddSequence(), 0, {ids.begin(), ids.end() - 2}, {}});
-      RunForward(m, kv, pre, o, pool);
-      std::vector<float> logits;
-      for (int64_t t = n - 2; t < n; ++t) {
-        ForwardBatch d;
-        d.seqs.push_back({pre.seqs[0].seq, t, {ids[t]}, {}});
-        const ForwardOutput out = RunForward(m, kv, d, o, pool);
-        ASSERT_EQ(static_cast<int64_t>(out.logits.size()), V);
-        for (float x : out.logits) ASSERT_TRUE(std::isfinite(x));
-        logits.insert(logits.end(), out.logits.begin(), out.logits.end());
-      }
-      got.push_back(std::move(logits));
-    }
-    EXPECT_EQ(got[1], got[0]) << "2 threads, dense " << dense << ", seed=" << seed;
-    EXPECT_EQ(got[2], got[0]) << "3 threads, dense " << dense << ", seed=" << seed;
-  }
-}
 
 TEST(ModelErrors, BadRequestsAreStatuses) {
   const Model& m = TestModel("tiny");
