@@ -344,9 +344,13 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   // split their keys into parts of kAttendSegment, folded by attend_combine into the bits of one
   // call (a query's output does not depend on how it was batched), so each worker reads only
   // its part of the attended rows; then, if there are still fewer parts than workers, the heads.
+  // A query of more than its share of kPartsPerWorker · workers parts (dense attention over a
+  // long context) stays whole: the parts' rows [parts, H, Rkv] stay a few MB.
+  constexpr int64_t kPartsPerWorker = 4;
   const int64_t workers = ctx.pool.size();
   const int64_t K = c.index_topk;
   const bool split = m < workers;
+  const int64_t max_parts = kPartsPerWorker * workers / std::max<int64_t>(m, 1);
   s.units.clear();
   for (int64_t z = 0; z < m; ++z) {
     const int64_t i = z % 2 == 0 ? z / 2 : m - 1 - z / 2;  // zig-zag: dense rows grow in cost
@@ -357,7 +361,8 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
       n = ctx.pos[r0 + i] + 1;
     }
     MX_CHECK_GT(n, 0);
-    const int64_t step = split ? kAttendSegment : n, parts = (n + step - 1) / step;
+    const bool parted = split && (n + kAttendSegment - 1) / kAttendSegment <= max_parts;
+    const int64_t step = parted ? kAttendSegment : n, parts = (n + step - 1) / step;
     for (int64_t k0 = 0; k0 < n; k0 += step)
       s.units.push_back({i, k0, std::min(step, n - k0), parts});
   }
