@@ -352,6 +352,7 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
   const bool split = m < workers;
   const int64_t max_parts = kPartsPerWorker * workers / std::max<int64_t>(m, 1);
   s.units.clear();
+  bool parted_any = false;  // some query in several parts: buffers and a combining pass
   for (int64_t z = 0; z < m; ++z) {
     const int64_t i = z % 2 == 0 ? z / 2 : m - 1 - z / 2;  // zig-zag: dense rows grow in cost
     int64_t n = 0;
@@ -363,6 +364,7 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
     MX_CHECK_GT(n, 0);
     const bool parted = split && (n + kAttendSegment - 1) / kAttendSegment <= max_parts;
     const int64_t step = parted ? kAttendSegment : n, parts = (n + step - 1) / step;
+    parted_any = parted_any || parts > 1;
     for (int64_t k0 = 0; k0 < n; k0 += step)
       s.units.push_back({i, k0, std::min(step, n - k0), parts});
   }
@@ -373,8 +375,8 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
           : std::min<int64_t>(H, (workers + n_units - 1) / std::max<int64_t>(n_units, 1));
   const int64_t hb = (H + n_blocks - 1) / n_blocks;
   // A query in one part is written straight into o_lat, parts into s.parts first.
-  float* parts = split ? Grow(s.parts, n_units * H * Rkv) : nullptr;
-  float* part_stats = split ? Grow(s.part_stats, n_units * H * 2) : nullptr;
+  float* parts = parted_any ? Grow(s.parts, n_units * H * Rkv) : nullptr;
+  float* part_stats = parted_any ? Grow(s.part_stats, n_units * H * 2) : nullptr;
   ReserveWorkers(s, ctx.pool.size(), hb, K, Rkv);
   Grow(s.w_ptr16, workers * 2 * K);
   Grow(s.w_pos, workers * K);
@@ -429,7 +431,7 @@ void AttendAbsorbed(const LayerContext& ctx, const AttentionWeights& w, int64_t 
     }
   });
   // Each query in several parts: its heads' parts folded in key order into o_lat.
-  if (split) {
+  if (parted_any) {
     const float** p = Grow(s.part_ptr, 2 * n_units);
     for (int64_t u = 0; u < n_units; ++u) {
       p[u] = parts + u * H * Rkv;
