@@ -61,6 +61,7 @@
 #include "io/model_config.h"
 #include "kernels/bf16_packed.h"
 #include "kernels/fp8.h"
+#include "kernels/gemm_tiling.h"
 #include "kernels/kernels.h"
 #include "kernels/mxfp4.h"
 #include "kv/paged_kv_store.h"
@@ -138,13 +139,13 @@ struct Span {
 };
 
 // XOR of the 64-byte lines of [p, p + n) read as the bf16 / MXFP4 / FP8 GEMV kernels read their
-// weights: 8 streams at once (groups of `group` bytes), each prefetched 1 KB ahead (their
-// kAhead), 64-byte loads. note: a plain sequential sum (base/bandwidth.h SumBytes) read a
-// real-width step's bytes ~15% slower than the kernels themselves (one stream per thread).
+// weights: 8 streams at once (groups of `group` bytes), each prefetched as far ahead as theirs
+// (kWeightPrefetchAhead), 64-byte loads. note: a plain sequential sum (base/bandwidth.h SumBytes)
+// read a real-width step's bytes ~15% slower than the kernels themselves (one stream per thread).
 __attribute__((target("avx512f"))) uint64_t ReadLikeGemvAvx512(const uint8_t* p, int64_t n,
                                                                int64_t group) {
   constexpr int kStreams = 8;
-  constexpr int64_t kAhead = 1024;
+  constexpr int64_t kAhead = mx::kWeightPrefetchAhead;
   __m512i acc[kStreams];
   for (__m512i& a : acc) a = _mm512_setzero_si512();
   int64_t b = 0;

@@ -9,12 +9,13 @@
 
 #include "kernels/bf16_packed.h"
 #include "kernels/bf16_packed_tiled.h"
+#include "kernels/gemm_tiling.h"
 
 namespace mx::avx2 {
 
 namespace {
 
-constexpr int64_t kAhead = 1024;  // bytes each group's stream is prefetched ahead
+constexpr int64_t kAhead = kWeightPrefetchAhead;  // gemm_tiling.h
 
 struct Tile {
   template <int MR>

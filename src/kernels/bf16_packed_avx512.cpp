@@ -16,6 +16,7 @@
 #include "kernels/bf16_packed.h"
 #include "kernels/bf16_packed_tiled.h"
 #include "kernels/bf16_split_avx512.h"
+#include "kernels/gemm_tiling.h"
 
 // note: GCC 12's AVX-512 intrinsics start from a self-initialised undefined vector
 // (`__m512i __Y = __Y;`), which -W(maybe-)uninitialized reports at every inlined use.
@@ -26,8 +27,7 @@ namespace mx::avx512 {
 
 namespace {
 
-// How far ahead each group's stream is prefetched (bytes): decode reads W once from memory.
-constexpr int64_t kAhead = 1024;
+constexpr int64_t kAhead = kWeightPrefetchAhead;  // gemm_tiling.h
 
 inline void Store(float* y, __m512 v, int lo, int hi) {
   if (lo == 0 && hi == kBf16RowGroup) {

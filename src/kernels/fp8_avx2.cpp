@@ -12,12 +12,13 @@
 
 #include "kernels/fp8.h"
 #include "kernels/fp8_tiled.h"
+#include "kernels/gemm_tiling.h"
 
 namespace mx::avx2 {
 
 namespace {
 
-constexpr int64_t kAhead = 1024;  // bytes each group's stream is prefetched ahead
+constexpr int64_t kAhead = kWeightPrefetchAhead;  // gemm_tiling.h
 
 // The fp32 activations, read in place: row i at x + i·ldx, k values.
 struct FloatX {

@@ -14,6 +14,7 @@
 #include "kernels/bf16_split_avx512.h"
 #include "kernels/fp8.h"
 #include "kernels/fp8_tiled.h"
+#include "kernels/gemm_tiling.h"
 
 // note: GCC 12's AVX-512 intrinsics start from a self-initialised undefined vector, which
 // -W(maybe-)uninitialized reports at every inlined use (as in mxfp4_avx512.cpp).
@@ -24,8 +25,7 @@ namespace mx::avx512 {
 
 namespace {
 
-// How far ahead each group's stream is prefetched (bytes): decode reads W once from memory.
-constexpr int64_t kAhead = 1024;
+constexpr int64_t kAhead = kWeightPrefetchAhead;  // gemm_tiling.h
 
 struct Decoder {
   __m512i table, field, bias, expo, sign;

@@ -12,6 +12,7 @@
 
 #include <cstring>
 
+#include "kernels/gemm_tiling.h"
 #include "kernels/mxfp4.h"
 #include "kernels/mxfp4_tiled.h"
 
@@ -37,9 +38,10 @@ inline __m512i Broadcast4(const int8_t* qs) {
   return _mm512_set1_epi32(v);
 }
 
-// How far ahead in the group's codes each block prefetches (into L1). Groups are contiguous, so
-// past a group's end this is the next group's start, which a single-row pass reads next.
-constexpr int64_t kPrefetchAhead = 2048;
+// How far ahead in the group's codes each block prefetches (into L1; gemm_tiling.h). Groups are
+// contiguous, so past a group's end this is the next group's start, which a single-row pass reads
+// next.
+constexpr int64_t kPrefetchAhead = kWeightPrefetchAhead;
 
 // The 16 rows' codes of one 32-block at bq (prefetching kPrefetchAhead on): w[v] holds elements
 // 4v..4v+3 of every row (v < 4: low nibbles, else high), as the doubled unsigned table.
