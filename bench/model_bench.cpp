@@ -139,9 +139,10 @@ struct Span {
 };
 
 // XOR of the 64-byte lines of [p, p + n) read as the bf16 / MXFP4 / FP8 GEMV kernels read their
-// weights: 8 streams at once (groups of `group` bytes), each prefetched as far ahead as theirs
-// (kWeightPrefetchAhead), 64-byte loads. note: a plain sequential sum (base/bandwidth.h SumBytes)
-// read a real-width step's bytes ~15% slower than the kernels themselves (one stream per thread).
+// weights: 8 streams at once (groups of `group` bytes), each prefetched as theirs are (into L2,
+// kWeightPrefetchAhead ahead), 64-byte loads. note: a plain sequential sum (base/bandwidth.h
+// SumBytes) read a real-width step's bytes ~15% slower than the kernels themselves (one stream per
+// thread).
 __attribute__((target("avx512f"))) uint64_t ReadLikeGemvAvx512(const uint8_t* p, int64_t n,
                                                                int64_t group) {
   constexpr int kStreams = 8;
@@ -154,7 +155,7 @@ __attribute__((target("avx512f"))) uint64_t ReadLikeGemvAvx512(const uint8_t* p,
     for (int64_t o = 0; o < g; o += 64) {
       for (int s = 0; s < kStreams; ++s) {
         const uint8_t* q = p + b + s * g + o;
-        _mm_prefetch(reinterpret_cast<const char*>(q) + kAhead, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(q) + kAhead, _MM_HINT_T1);
         acc[s] = _mm512_xor_si512(acc[s], _mm512_loadu_si512(q));
       }
     }

@@ -80,7 +80,7 @@ struct DotTile {
       __m512bh w[NR];
       for (int c = 0; c < NR; ++c) {
         const uint16_t* wc = wg + c * stride + p * 2 * kBf16RowGroup;
-        _mm_prefetch(reinterpret_cast<const char*>(wc) + kAhead, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(wc) + kAhead, _MM_HINT_T1);
         w[c] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(wc));
       }
       for (int r = 0; r < MR; ++r) {
@@ -109,7 +109,7 @@ struct FmaTile {
       __m512 we[NR], wo[NR];
       for (int c = 0; c < NR; ++c) {
         const uint16_t* wc = wg + c * stride + p * 2 * kBf16RowGroup;
-        _mm_prefetch(reinterpret_cast<const char*>(wc) + kAhead, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(wc) + kAhead, _MM_HINT_T1);
         const __m512i v = _mm512_loadu_si512(wc);
         we[c] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
         wo[c] = _mm512_castsi512_ps(_mm512_and_si512(v, high));

@@ -44,7 +44,7 @@ void Group(const FloatX& xs, int64_t i, const uint8_t* wg, const float* sg, int6
     const int64_t q_end = std::min(nq, (b + 1) * (kFp8Block / 4));
     for (int64_t q = b * (kFp8Block / 4); q < q_end; ++q) {
       const uint8_t* wq = wg + q * kFp8QuadBytes;
-      _mm_prefetch(reinterpret_cast<const char*>(wq) + kAhead, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(wq) + kAhead, _MM_HINT_T1);
       for (int h = 0; h < 2; ++h) {
         const int64_t p = 2 * q + h;
         __m256 xp[R];

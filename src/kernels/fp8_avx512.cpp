@@ -76,7 +76,7 @@ struct DotTile {
         __m512i v[NR];
         for (int c = 0; c < NR; ++c) {
           const uint8_t* wc = wg + c * code_stride + q * kFp8QuadBytes;
-          _mm_prefetch(reinterpret_cast<const char*>(wc) + kAhead, _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(wc) + kAhead, _MM_HINT_T1);
           v[c] = _mm512_loadu_si512(wc);
         }
         for (int h = 0; h < 2; ++h) {

@@ -11,12 +11,13 @@
 namespace mx {
 
 // How far ahead (bytes) the GEMMs over packed weights (bf16, FP8, MXFP4) prefetch each weight
-// stream into L1: a decode step reads its weights once, from memory, several row-group streams at
-// a time. Short on purpose: on an AMD EPYC VM (2026-12-07) a GEMV of 16-row groups 8 streams at a
-// time read 12–20% faster 256 bytes ahead than 1,024 (MXFP4 and FP8 alike, 2,048: 10–14% slower),
-// and so did a plain read of the same layout; farther prefetches only compete with the core's own
-// stream prefetchers. docs/performance.md, "Prefetch distance".
-inline constexpr int64_t kWeightPrefetchAhead = 256;
+// stream, into L2 (_MM_HINT_T1): a decode step reads its weights once, from memory, several
+// row-group streams at a time. On an AMD EPYC VM (2026-12-07) a two-thread m = 1 GEMV of 16-row
+// groups read 10–20% slower with its prefetches 1 KB ahead into L1 (_MM_HINT_T0, as before) than
+// 256 bytes ahead, and 1 KB ahead into L2 was another 0–6% faster (bf16, FP8; MXFP4 the same):
+// (prefetches into L1 likely hold the few L1 fill buffers that the loads themselves need).
+// docs/performance.md, "Prefetch distance".
+inline constexpr int64_t kWeightPrefetchAhead = 1024;
 
 struct GemmTiling {
   // Activation rows that share each loaded (bf16 widened / MXFP4 decoded) weight vector:

@@ -47,7 +47,7 @@ constexpr int64_t kPrefetchAhead = kWeightPrefetchAhead;
 // 4v..4v+3 of every row (v < 4: low nibbles, else high), as the doubled unsigned table.
 inline void DecodeBlock(const uint8_t* bq, __m512i table, __m512i w[8]) {
   for (int c = 0; c < 4; ++c) {
-    _mm_prefetch(reinterpret_cast<const char*>(bq + kPrefetchAhead + 64 * c), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(bq + kPrefetchAhead + 64 * c), _MM_HINT_T1);
     const __m512i raw = _mm512_loadu_si512(bq + 64 * c);
     w[c] = _mm512_permutexvar_epi8(raw, table);
     w[c + 4] = _mm512_permutexvar_epi8(_mm512_srli_epi16(raw, 4), table);
