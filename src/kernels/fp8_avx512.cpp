@@ -25,7 +25,16 @@ namespace mx::avx512 {
 
 namespace {
 
-constexpr int64_t kAhead = kWeightPrefetchAhead;  // gemm_tiling.h
+// One weight stream's prefetch (gemm_tiling.h): a lone activation row into L2, a tile into L1.
+template <int MR>
+inline void PrefetchW(const uint8_t* wc) {
+  const char* p = reinterpret_cast<const char*>(wc);
+  if constexpr (MR == 1) {
+    _mm_prefetch(p + kWeightPrefetchAhead, _MM_HINT_T1);
+  } else {
+    _mm_prefetch(p + kPrefillPrefetchAhead, _MM_HINT_T0);
+  }
+}
 
 struct Decoder {
   __m512i table, field, bias, expo, sign;
@@ -76,7 +85,7 @@ struct DotTile {
         __m512i v[NR];
         for (int c = 0; c < NR; ++c) {
           const uint8_t* wc = wg + c * code_stride + q * kFp8QuadBytes;
-          _mm_prefetch(reinterpret_cast<const char*>(wc) + kAhead, _MM_HINT_T1);
+          PrefetchW<MR>(wc);
           v[c] = _mm512_loadu_si512(wc);
         }
         for (int h = 0; h < 2; ++h) {

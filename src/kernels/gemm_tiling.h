@@ -11,13 +11,16 @@
 namespace mx {
 
 // How far ahead (bytes) the GEMMs over packed weights (bf16, FP8, MXFP4) prefetch each weight
-// stream, into L2 (_MM_HINT_T1): a decode step reads its weights once, from memory, several
-// row-group streams at a time. On an AMD EPYC VM (2026-12-07) a two-thread m = 1 GEMV of 16-row
-// groups read 10–20% slower with its prefetches 1 KB ahead into L1 (_MM_HINT_T0, as before) than
-// 256 bytes ahead, and 1 KB ahead into L2 was another 0–6% faster (bf16, FP8; MXFP4 the same):
-// (prefetches into L1 likely hold the few L1 fill buffers that the loads themselves need).
+// stream. A tile of one activation row (decode) reads its weights once, from memory, several
+// row-group streams at a time: it prefetches kWeightPrefetchAhead into L2 (_MM_HINT_T1). On an
+// AMD EPYC VM (2026-12-07) such a GEMV read 10–20% slower with its prefetches 1 KB ahead into L1
+// (_MM_HINT_T0, as before) than 256 bytes ahead, and 1 KB ahead into L2 was another 0–6% faster
+// (bf16, FP8; MXFP4 the same): prefetches into L1 likely hold the few L1 fill buffers that the
+// loads themselves need. Tiles of several rows (prefill) keep kPrefillPrefetchAhead into L1: with
+// the decode's prefetch a bench-scale 512-token prefill ran ~7% slower.
 // docs/performance.md, "Prefetch distance".
 inline constexpr int64_t kWeightPrefetchAhead = 1024;
+inline constexpr int64_t kPrefillPrefetchAhead = 1024;
 
 struct GemmTiling {
   // Activation rows that share each loaded (bf16 widened / MXFP4 decoded) weight vector:

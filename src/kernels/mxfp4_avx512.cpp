@@ -38,16 +38,22 @@ inline __m512i Broadcast4(const int8_t* qs) {
   return _mm512_set1_epi32(v);
 }
 
-// How far ahead in the group's codes each block prefetches (into L1; gemm_tiling.h). Groups are
-// contiguous, so past a group's end this is the next group's start, which a single-row pass reads
-// next.
-constexpr int64_t kPrefetchAhead = kWeightPrefetchAhead;
+// How far ahead in the group's codes each block prefetches (gemm_tiling.h): a lone activation
+// row's pass (RunGroups) kWeightPrefetchAhead into L2, a tile of rows 2 KB into L1 (as before).
+// Groups are contiguous, so past a group's end this is the next group's start, which a
+// single-row pass reads next.
+constexpr int64_t kTilePrefetchAhead = 2048;
 
-// The 16 rows' codes of one 32-block at bq (prefetching kPrefetchAhead on): w[v] holds elements
+// The 16 rows' codes of one 32-block at bq (prefetching ahead as above): w[v] holds elements
 // 4v..4v+3 of every row (v < 4: low nibbles, else high), as the doubled unsigned table.
+template <bool kLoneRow>
 inline void DecodeBlock(const uint8_t* bq, __m512i table, __m512i w[8]) {
   for (int c = 0; c < 4; ++c) {
-    _mm_prefetch(reinterpret_cast<const char*>(bq + kPrefetchAhead + 64 * c), _MM_HINT_T1);
+    if constexpr (kLoneRow) {
+      _mm_prefetch(reinterpret_cast<const char*>(bq + kWeightPrefetchAhead + 64 * c), _MM_HINT_T1);
+    } else {
+      _mm_prefetch(reinterpret_cast<const char*>(bq + kTilePrefetchAhead + 64 * c), _MM_HINT_T0);
+    }
     const __m512i raw = _mm512_loadu_si512(bq + 64 * c);
     w[c] = _mm512_permutexvar_epi8(raw, table);
     w[c + 4] = _mm512_permutexvar_epi8(_mm512_srli_epi16(raw, 4), table);
@@ -77,7 +83,7 @@ struct Tile {
     for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       __m512i w[8];
-      DecodeBlock(gq + b * kMxGroupBlockBytes, table, w);
+      DecodeBlock<MR == 1>(gq + b * kMxGroupBlockBytes, table, w);
       const __m512 ex = Exponents(ge + b * kMxRowGroup);
       for (int r = 0; r < MR; ++r) acc[r] = AddBlock(x[r * nb + b], w, ex, acc[r]);
     }
@@ -103,7 +109,7 @@ struct Tile {
     for (int64_t b = 0; b < nb; ++b) {
       for (int j = 0; j < NG; ++j) {
         __m512i w[8];
-        DecodeBlock(gq + j * gstride + b * kMxGroupBlockBytes, table, w);
+        DecodeBlock<true>(gq + j * gstride + b * kMxGroupBlockBytes, table, w);
         acc[j] = AddBlock(x[b], w, Exponents(ge + (j * nb + b) * kMxRowGroup), acc[j]);
       }
     }
