@@ -9,22 +9,11 @@
 
 #include "kernels/bf16_packed.h"
 #include "kernels/bf16_packed_tiled.h"
-#include "kernels/gemm_tiling.h"
+#include "kernels/weight_prefetch.h"
 
 namespace mx::avx2 {
 
 namespace {
-
-// One weight stream's prefetch (gemm_tiling.h): a lone activation row into L2, a tile into L1.
-template <int MR>
-inline void PrefetchW(const uint16_t* wc) {
-  const char* p = reinterpret_cast<const char*>(wc);
-  if constexpr (MR == 1) {
-    _mm_prefetch(p + kWeightPrefetchAhead, _MM_HINT_T1);
-  } else {
-    _mm_prefetch(p + kPrefillPrefetchAhead, _MM_HINT_T0);
-  }
-}
 
 struct Tile {
   template <int MR>
@@ -53,7 +42,7 @@ struct Tile {
       __m256 we[NR][2], wo[NR][2];
       for (int c = 0; c < NR; ++c) {
         const uint16_t* wc = wg + c * stride + p * 2 * kBf16RowGroup;
-        PrefetchW<MR>(wc);
+        PrefetchWeights<MR == 1>(wc);
         for (int h = 0; h < 2; ++h) {
           const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wc + 16 * h));
           we[c][h] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));

@@ -16,7 +16,7 @@
 #include "kernels/bf16_packed.h"
 #include "kernels/bf16_packed_tiled.h"
 #include "kernels/bf16_split_avx512.h"
-#include "kernels/gemm_tiling.h"
+#include "kernels/weight_prefetch.h"
 
 // note: GCC 12's AVX-512 intrinsics start from a self-initialised undefined vector
 // (`__m512i __Y = __Y;`), which -W(maybe-)uninitialized reports at every inlined use.
@@ -26,17 +26,6 @@
 namespace mx::avx512 {
 
 namespace {
-
-// One weight stream's prefetch (gemm_tiling.h): a lone activation row into L2, a tile into L1.
-template <int MR>
-inline void PrefetchW(const uint16_t* wc) {
-  const char* p = reinterpret_cast<const char*>(wc);
-  if constexpr (MR == 1) {
-    _mm_prefetch(p + kWeightPrefetchAhead, _MM_HINT_T1);
-  } else {
-    _mm_prefetch(p + kPrefillPrefetchAhead, _MM_HINT_T0);
-  }
-}
 
 inline void Store(float* y, __m512 v, int lo, int hi) {
   if (lo == 0 && hi == kBf16RowGroup) {
@@ -89,7 +78,7 @@ struct DotTile {
       __m512bh w[NR];
       for (int c = 0; c < NR; ++c) {
         const uint16_t* wc = wg + c * stride + p * 2 * kBf16RowGroup;
-        PrefetchW<MR>(wc);
+        PrefetchWeights<MR == 1>(wc);
         w[c] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(wc));
       }
       for (int r = 0; r < MR; ++r) {
@@ -118,7 +107,7 @@ struct FmaTile {
       __m512 we[NR], wo[NR];
       for (int c = 0; c < NR; ++c) {
         const uint16_t* wc = wg + c * stride + p * 2 * kBf16RowGroup;
-        PrefetchW<MR>(wc);
+        PrefetchWeights<MR == 1>(wc);
         const __m512i v = _mm512_loadu_si512(wc);
         we[c] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
         wo[c] = _mm512_castsi512_ps(_mm512_and_si512(v, high));

@@ -12,22 +12,11 @@
 
 #include "kernels/fp8.h"
 #include "kernels/fp8_tiled.h"
-#include "kernels/gemm_tiling.h"
+#include "kernels/weight_prefetch.h"
 
 namespace mx::avx2 {
 
 namespace {
-
-// One weight stream's prefetch (gemm_tiling.h): a lone activation row into L2, more into L1.
-template <int R>
-inline void PrefetchW(const uint8_t* wq) {
-  const char* p = reinterpret_cast<const char*>(wq);
-  if constexpr (R == 1) {
-    _mm_prefetch(p + kWeightPrefetchAhead, _MM_HINT_T1);
-  } else {
-    _mm_prefetch(p + kPrefillPrefetchAhead, _MM_HINT_T0);
-  }
-}
 
 // The fp32 activations, read in place: row i at x + i·ldx, k values.
 struct FloatX {
@@ -53,7 +42,7 @@ void Group(const FloatX& xs, int64_t i, const uint8_t* wg, const float* sg, int6
     const int64_t q_end = std::min(nq, (b + 1) * (kFp8Block / 4));
     for (int64_t q = b * (kFp8Block / 4); q < q_end; ++q) {
       const uint8_t* wq = wg + q * kFp8QuadBytes;
-      PrefetchW<R>(wq);
+      PrefetchWeights<R == 1>(wq);
       for (int h = 0; h < 2; ++h) {
         const int64_t p = 2 * q + h;
         __m256 xp[R];

@@ -14,7 +14,7 @@
 #include "kernels/bf16_split_avx512.h"
 #include "kernels/fp8.h"
 #include "kernels/fp8_tiled.h"
-#include "kernels/gemm_tiling.h"
+#include "kernels/weight_prefetch.h"
 
 // note: GCC 12's AVX-512 intrinsics start from a self-initialised undefined vector, which
 // -W(maybe-)uninitialized reports at every inlined use (as in mxfp4_avx512.cpp).
@@ -24,17 +24,6 @@
 namespace mx::avx512 {
 
 namespace {
-
-// One weight stream's prefetch (gemm_tiling.h): a lone activation row into L2, a tile into L1.
-template <int MR>
-inline void PrefetchW(const uint8_t* wc) {
-  const char* p = reinterpret_cast<const char*>(wc);
-  if constexpr (MR == 1) {
-    _mm_prefetch(p + kWeightPrefetchAhead, _MM_HINT_T1);
-  } else {
-    _mm_prefetch(p + kPrefillPrefetchAhead, _MM_HINT_T0);
-  }
-}
 
 struct Decoder {
   __m512i table, field, bias, expo, sign;
@@ -85,7 +74,7 @@ struct DotTile {
         __m512i v[NR];
         for (int c = 0; c < NR; ++c) {
           const uint8_t* wc = wg + c * code_stride + q * kFp8QuadBytes;
-          PrefetchW<MR>(wc);
+          PrefetchWeights<MR == 1>(wc);
           v[c] = _mm512_loadu_si512(wc);
         }
         for (int h = 0; h < 2; ++h) {

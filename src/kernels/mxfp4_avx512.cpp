@@ -12,9 +12,9 @@
 
 #include <cstring>
 
-#include "kernels/gemm_tiling.h"
 #include "kernels/mxfp4.h"
 #include "kernels/mxfp4_tiled.h"
+#include "kernels/weight_prefetch.h"
 
 // note: GCC 12's AVX-512 intrinsics start from a self-initialised undefined vector
 // (`__m512i __Y = __Y;`), which -W(maybe-)uninitialized reports at every inlined use.
@@ -49,11 +49,7 @@ constexpr int64_t kTilePrefetchAhead = 2048;
 template <bool kLoneRow>
 inline void DecodeBlock(const uint8_t* bq, __m512i table, __m512i w[8]) {
   for (int c = 0; c < 4; ++c) {
-    if constexpr (kLoneRow) {
-      _mm_prefetch(reinterpret_cast<const char*>(bq + kWeightPrefetchAhead + 64 * c), _MM_HINT_T1);
-    } else {
-      _mm_prefetch(reinterpret_cast<const char*>(bq + kTilePrefetchAhead + 64 * c), _MM_HINT_T0);
-    }
+    PrefetchWeights<kLoneRow, kTilePrefetchAhead>(bq + 64 * c);
     const __m512i raw = _mm512_loadu_si512(bq + 64 * c);
     w[c] = _mm512_permutexvar_epi8(raw, table);
     w[c + 4] = _mm512_permutexvar_epi8(_mm512_srli_epi16(raw, 4), table);
